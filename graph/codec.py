@@ -1,0 +1,90 @@
+"""Payload codec: msgpack with a closed allow-list of types (DESIGN.md 3).
+
+A payload is a msgpack map ``{"v": FORMAT_VERSION, "d": data}``. Encoding accepts ``None``, ``bool``,
+``int``, ``float``, ``str``, ``bytes``, lists, tuples and string-keyed dicts, plus the content blocks
+of :mod:`graph.models` (stored as their field maps). Decoding revives only those plain types and the
+content blocks, through their pydantic models: no msgpack extension type is accepted and nothing is
+ever imported by name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgpack
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from graph.errors import CodecError
+from graph.models import Block, Content
+
+__all__ = ["FORMAT_VERSION", "decode", "decode_content", "encode", "encode_content"]
+
+FORMAT_VERSION = 1
+"""The payload format version written into every payload."""
+
+_blocks: TypeAdapter[tuple[Block, ...]] = TypeAdapter(tuple[Block, ...])
+
+
+def _default(value: object) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="python")
+    raise CodecError(type(value).__name__, "not in the allow-list")
+
+
+def _no_ext(code: int, data: bytes) -> Any:
+    raise CodecError(f"msgpack extension type {code}", "not in the allow-list")
+
+
+def encode(data: Any) -> bytes:
+    """Encode JSON-shaped ``data`` as a versioned msgpack payload.
+
+    Raises:
+        CodecError: ``data`` holds a value outside the allow-list (a datetime, a set, an object).
+    """
+    try:
+        return msgpack.packb({"v": FORMAT_VERSION, "d": data}, default=_default, use_bin_type=True)
+    except (TypeError, ValueError, OverflowError) as e:
+        if isinstance(e, CodecError):
+            raise
+        raise CodecError(type(data).__name__, str(e)) from e
+
+
+def decode(payload: bytes) -> Any:
+    """Decode a payload written by :func:`encode` and return its data.
+
+    Raises:
+        CodecError: the payload is not msgpack, uses an extension type, or has a newer format version.
+    """
+    try:
+        obj = msgpack.unpackb(payload, raw=False, ext_hook=_no_ext, strict_map_key=True)
+    except CodecError:
+        raise
+    except Exception as e:  # msgpack raises several unrelated types for corrupt input
+        raise CodecError("payload", f"not valid msgpack ({e})") from e
+    if not isinstance(obj, dict) or "v" not in obj or "d" not in obj:
+        raise CodecError("payload", "missing version or data field")
+    if not isinstance(obj["v"], int) or obj["v"] > FORMAT_VERSION:
+        raise CodecError("payload", f"format version {obj['v']!r} is newer than {FORMAT_VERSION}")
+    return obj["d"]
+
+
+def encode_content(content: Content) -> bytes:
+    """Encode node content (text or blocks); equal content always gives equal bytes."""
+    if isinstance(content, str):
+        return encode(content)
+    return encode([b.model_dump(mode="python") for b in content])
+
+
+def decode_content(payload: bytes) -> Content:
+    """Decode node content written by :func:`encode_content`.
+
+    Raises:
+        CodecError: the payload is corrupt or a block is not one of the known block types.
+    """
+    data = decode(payload)
+    if isinstance(data, str):
+        return data
+    try:
+        return _blocks.validate_python(data)
+    except ValidationError as e:
+        raise CodecError("content block", str(e).splitlines()[0]) from e

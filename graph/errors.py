@@ -1,0 +1,258 @@
+"""Errors raised by the session graph.
+
+Every error derives from :class:`GraphError`; most also derive from the built-in a caller would catch
+(``KeyError``, ``ValueError``), and each carries the facts as attributes::
+
+    GraphError
+    ├── NotFoundError (KeyError)
+    │   ├── UnknownSessionError          session_id
+    │   └── UnknownNodeError             node_id, session_id
+    ├── InvalidWriteError (ValueError)
+    │   ├── UnknownPredecessorError      node_id, predecessor
+    │   ├── ForeignPredecessorError      node_id, predecessor, expected (session), got (session)
+    │   ├── DuplicateNodeError           node_id, session_id
+    │   ├── DuplicateSessionError        session_id
+    │   ├── CycleError                   node_id
+    │   ├── NotOnBranchError             node_id, head
+    │   ├── CoverageError                node_id, reason
+    │   └── MarkerGapError               node_id, unmarked, provider
+    ├── HeadConflictError                session_id, expected, got
+    ├── CodecError (ValueError)          type_name
+    └── StoreError                       the translated ``sqlite3`` error is its ``__cause__``
+        └── SchemaVersionError           expected, got
+
+``sqlite3`` errors never reach a caller untranslated: the store raises :class:`StoreError` from them.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CodecError",
+    "CoverageError",
+    "CycleError",
+    "DuplicateNodeError",
+    "DuplicateSessionError",
+    "ForeignPredecessorError",
+    "GraphError",
+    "HeadConflictError",
+    "InvalidWriteError",
+    "MarkerGapError",
+    "NotFoundError",
+    "NotOnBranchError",
+    "SchemaVersionError",
+    "StoreError",
+    "UnknownNodeError",
+    "UnknownPredecessorError",
+    "UnknownSessionError",
+]
+
+
+class GraphError(Exception):
+    """Root of every error the ``graph`` package raises."""
+
+
+class NotFoundError(GraphError, KeyError):
+    """A session or node that was asked for does not exist."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class UnknownSessionError(NotFoundError):
+    """No session has this id.
+
+    Attributes:
+        session_id: The id asked for.
+    """
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"unknown session {session_id!r}")
+        self.session_id = session_id
+
+
+class UnknownNodeError(NotFoundError):
+    """No node has this id (in this session, when one was named).
+
+    Attributes:
+        node_id: The id asked for.
+        session_id: The session searched, or None when every session was.
+    """
+
+    def __init__(self, node_id: str, session_id: str | None = None) -> None:
+        where = f" in session {session_id!r}" if session_id else ""
+        super().__init__(f"unknown node {node_id!r}{where}")
+        self.node_id = node_id
+        self.session_id = session_id
+
+
+class InvalidWriteError(GraphError, ValueError):
+    """A write was refused; nothing it would have written was stored."""
+
+
+class UnknownPredecessorError(InvalidWriteError):
+    """A node names a predecessor that is not stored (nor earlier in the same batch).
+
+    Attributes:
+        node_id: The node being written.
+        predecessor: The missing predecessor id.
+    """
+
+    def __init__(self, node_id: str, predecessor: str) -> None:
+        super().__init__(f"node {node_id!r}: unknown predecessor {predecessor!r}")
+        self.node_id = node_id
+        self.predecessor = predecessor
+
+
+class ForeignPredecessorError(InvalidWriteError):
+    """A node's predecessor belongs to another session.
+
+    Attributes:
+        node_id: The node being written.
+        predecessor: The predecessor id.
+        expected: The session the node is written to.
+        got: The session the predecessor belongs to.
+    """
+
+    def __init__(self, node_id: str, predecessor: str, expected: str, got: str) -> None:
+        super().__init__(
+            f"node {node_id!r}: predecessor {predecessor!r} is in session {got!r}, not {expected!r}"
+        )
+        self.node_id = node_id
+        self.predecessor = predecessor
+        self.expected = expected
+        self.got = got
+
+
+class DuplicateNodeError(InvalidWriteError):
+    """A node id is already stored with different content, predecessor, kind, role or session.
+
+    Attributes:
+        node_id: The id written twice.
+        session_id: The session of the stored node.
+        field: The first field that differs.
+    """
+
+    def __init__(self, node_id: str, session_id: str, field: str) -> None:
+        super().__init__(
+            f"node {node_id!r} already exists in session {session_id!r} with a different {field}"
+        )
+        self.node_id = node_id
+        self.session_id = session_id
+        self.field = field
+
+
+class DuplicateSessionError(InvalidWriteError):
+    """A session id is already taken.
+
+    Attributes:
+        session_id: The id.
+    """
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id!r} already exists")
+        self.session_id = session_id
+
+
+class CycleError(InvalidWriteError):
+    """Nodes of one batch name each other (or themselves) as predecessors.
+
+    Attributes:
+        node_id: A node on the cycle.
+    """
+
+    def __init__(self, node_id: str) -> None:
+        super().__init__(f"node {node_id!r} is its own ancestor")
+        self.node_id = node_id
+
+
+class NotOnBranchError(InvalidWriteError):
+    """A node was expected on the branch of a head and is not there.
+
+    Attributes:
+        node_id: The node.
+        head: The head whose branch was walked.
+    """
+
+    def __init__(self, node_id: str, head: str | None) -> None:
+        super().__init__(f"node {node_id!r} is not on the branch of {head!r}")
+        self.node_id = node_id
+        self.head = head
+
+
+class CoverageError(InvalidWriteError):
+    """A compaction summary's covered nodes are not one unbroken span of one branch.
+
+    Attributes:
+        node_id: The covered node at fault.
+        reason: What is wrong with it.
+    """
+
+    def __init__(self, node_id: str, reason: str) -> None:
+        super().__init__(f"cannot cover node {node_id!r}: {reason}")
+        self.node_id = node_id
+        self.reason = reason
+
+
+class MarkerGapError(InvalidWriteError):
+    """Marking would leave an unmarked eligible node above a marked one on a branch (DESIGN.md 4).
+
+    Attributes:
+        node_id: The node whose marker would sit below the gap.
+        unmarked: The eligible ancestor that is not marked and not in the batch.
+        provider: The provider whose markers were written.
+    """
+
+    def __init__(self, node_id: str, unmarked: str, provider: str) -> None:
+        super().__init__(
+            f"marking {node_id!r} for {provider!r} would leave its eligible ancestor "
+            f"{unmarked!r} unmarked; mark the pending nodes oldest first"
+        )
+        self.node_id = node_id
+        self.unmarked = unmarked
+        self.provider = provider
+
+
+class HeadConflictError(GraphError):
+    """A compare-and-swap head move found another head than the one expected.
+
+    Attributes:
+        session_id: The session.
+        expected: The head the caller expected.
+        got: The head actually stored.
+    """
+
+    def __init__(self, session_id: str, expected: str | None, got: str | None) -> None:
+        super().__init__(f"session {session_id!r}: head is {got!r}, expected {expected!r}")
+        self.session_id = session_id
+        self.expected = expected
+        self.got = got
+
+
+class CodecError(GraphError, ValueError):
+    """A value cannot be encoded or a payload cannot be decoded (DESIGN.md 3: closed allow-list).
+
+    Attributes:
+        type_name: The offending type's name, or a short description of the bad payload.
+    """
+
+    def __init__(self, type_name: str, detail: str = "") -> None:
+        super().__init__(f"cannot encode or decode {type_name}" + (f": {detail}" if detail else ""))
+        self.type_name = type_name
+
+
+class StoreError(GraphError):
+    """The database failed (locked, corrupt, read-only, full); the ``sqlite3`` error is the cause."""
+
+
+class SchemaVersionError(StoreError):
+    """The file's schema is newer than this library understands.
+
+    Attributes:
+        expected: The newest schema version this library knows.
+        got: The version recorded in the file.
+    """
+
+    def __init__(self, expected: int, got: int) -> None:
+        super().__init__(f"store schema version {got} is newer than supported version {expected}")
+        self.expected = expected
+        self.got = got

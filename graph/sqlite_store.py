@@ -1,0 +1,416 @@
+"""The SQLite store of record (DESIGN.md 3): one file in WAL mode, or ``":memory:"``.
+
+Durability: WAL with ``synchronous=NORMAL``: a commit survives a crash of the process, not a loss of
+power (DESIGN.md 7). Schema, indexes and migrations go through sqlite-utils; the hot append, marker and
+refresh paths use the bare ``sqlite3`` connection.
+
+The index a walk needs lives in columns (``id``, ``predecessor``, ``bits``) covered by one index per
+session, so a rebuild reads that index alone and decodes no payload. Every table that changes carries a
+monotonic ``seq``, and every change bumps the session's ``rev``, so another store on the same file
+refreshes its cached index by reading only the rows newer than the ones it saw.
+"""
+
+from __future__ import annotations
+
+import gc
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from graph.codec import decode, encode
+from graph.errors import DuplicateSessionError, SchemaVersionError, StoreError, UnknownSessionError
+from graph.ids import NodeId, SessionId
+from graph.index import SessionIndex
+from graph.models import Session, from_micros, to_micros
+from graph.store import BaseStore, NodeRow
+
+__all__ = ["SCHEMA_VERSION", "SessionStore"]
+
+SCHEMA_VERSION = 1
+"""The schema version this library writes; recorded in the file's ``meta`` table."""
+
+_CHUNK = 500  # ids per IN (...) query, under SQLite's variable limit
+
+
+@contextmanager
+def _translated() -> Iterator[None]:
+    try:
+        yield
+    except sqlite3.Error as e:
+        raise StoreError(f"sqlite: {e}") from e
+
+
+class SessionStore(BaseStore):
+    """The SQLite session store.
+
+    Args:
+        path: The database file (created with its directories when missing), or ``":memory:"``.
+        timeout: Seconds to wait for another process's write lock before :class:`StoreError`.
+        tracer: Called as ``tracer(sql, params)`` for every statement sqlite-utils runs (debugging).
+
+    Raises:
+        StoreError: the file cannot be opened or is not a database.
+        SchemaVersionError: the file was written by a newer version.
+    """
+
+    def __init__(
+        self,
+        path: str | Path = ":memory:",
+        *,
+        timeout: float = 5.0,
+        tracer: Callable[[str, Any], None] | None = None,
+    ) -> None:
+        super().__init__()
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        with _translated():
+            self.conn = sqlite3.connect(
+                self.path, isolation_level=None, timeout=timeout, check_same_thread=False
+            )
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.db = sqlite_utils.Database(self.conn, tracer=tracer)
+            self._depth = 0
+            self._data_version = -1
+            self._migrate()
+
+    # ---------------------------------------------------------------- schema
+
+    def _migrate(self) -> None:
+        with self.atomic():
+            version = 0
+            if self.db["meta"].exists():
+                row = self.conn.execute(
+                    "SELECT value FROM meta WHERE key='schema_version'"
+                ).fetchone()
+                version = int(row[0]) if row else 0
+            if version > SCHEMA_VERSION:
+                raise SchemaVersionError(SCHEMA_VERSION, version)
+            if version < 1:
+                self._create_v1()
+
+    def _create_v1(self) -> None:
+        db = self.db
+        db["meta"].create({"key": str, "value": str}, pk="key")
+        db["sessions"].create(
+            {
+                "id": str,
+                "title": str,
+                "created_at": int,
+                "updated_at": int,
+                "head": str,
+                "rev": int,
+                "spawned_from": str,
+                "parent_session": str,
+                "metadata": bytes,
+            },
+            pk="id",
+            not_null={"created_at", "updated_at", "rev"},
+            defaults={"rev": 0, "title": ""},
+        )
+        db["sessions"].create_index(["updated_at"], index_name="sessions_by_update")
+        db["sessions"].create_index(["parent_session"], index_name="sessions_by_parent")
+        db["nodes"].create(
+            {
+                "seq": int,
+                "id": str,
+                "session_id": str,
+                "predecessor": str,
+                "bits": int,
+                "created_at": int,
+                "content": bytes,
+                "metadata": bytes,
+            },
+            pk="seq",
+            not_null={"id", "session_id", "bits", "created_at", "content"},
+        )
+        db["nodes"].create_index(["id"], index_name="nodes_by_id", unique=True)
+        # Covering index: a rebuild or refresh reads this index alone, never the payload pages.
+        db["nodes"].create_index(
+            ["session_id", "seq", "id", "predecessor", "bits"], index_name="nodes_walk"
+        )
+        db["covers"].create(
+            {"summary_id": str, "position": int, "node_id": str},
+            pk=("summary_id", "position"),
+        )
+        # AUTOINCREMENT: a replaced marker must get a seq never used before, or a reader that saw the
+        # old one would miss the change.
+        db.execute(
+            "CREATE TABLE marks (seq INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL,"
+            " node_id TEXT NOT NULL, provider TEXT NOT NULL, value TEXT NOT NULL,"
+            " UNIQUE (node_id, provider))"
+        )
+        db["marks"].create_index(["session_id", "seq"], index_name="marks_by_session")
+        db.execute(
+            "CREATE TABLE rewound (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+            " session_id TEXT NOT NULL, node_id TEXT NOT NULL UNIQUE)"
+        )
+        db["rewound"].create_index(["session_id", "seq"], index_name="rewound_by_session")
+        db["meta"].upsert({"key": "schema_version", "value": str(SCHEMA_VERSION)}, pk="key")
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version recorded in the file."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        return int(row[0])
+
+    # ---------------------------------------------------------------- transactions
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Open a transaction (``BEGIN IMMEDIATE``), or a savepoint inside an open one.
+
+        A caller's own open transaction on :attr:`conn` is never committed here: the store nests a
+        savepoint inside it.
+
+        Raises:
+            StoreError: the database is locked past the timeout, or another sqlite3 failure.
+        """
+        outer = self._depth == 0 and not self.conn.in_transaction
+        name = f"sg_{self._depth}"
+        with _translated():
+            self.conn.execute("BEGIN IMMEDIATE" if outer else f"SAVEPOINT {name}")
+        self._depth += 1
+        try:
+            yield
+        except BaseException:
+            self._depth -= 1
+            with _translated():
+                if outer:
+                    self.conn.execute("ROLLBACK")
+                else:
+                    self.conn.execute(f"ROLLBACK TO {name}")
+                    self.conn.execute(f"RELEASE {name}")
+            self._forget()
+            raise
+        self._depth -= 1
+        try:
+            with _translated():
+                self.conn.execute("COMMIT" if outer else f"RELEASE {name}")
+        except StoreError:
+            if outer and self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            self._forget()
+            raise
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.conn.close()
+
+    # ---------------------------------------------------------------- primitives
+
+    def _db_changed(self) -> bool:
+        (v,) = self.conn.execute("PRAGMA data_version").fetchone()
+        if v != self._data_version:
+            self._data_version = v
+            return True
+        return False
+
+    def _db_catch_up(self, index: SessionIndex) -> None:
+        c = self.conn
+        with _translated():
+            row = c.execute(
+                "SELECT rev, head FROM sessions WHERE id=?", (index.session_id,)
+            ).fetchone()
+            if row is None:
+                raise UnknownSessionError(index.session_id)
+            if row[0] == index.rev and index.pred:
+                return
+            sid = index.session_id
+            full = not index.pred and index.node_seq == 0
+            paused = full and gc.isenabled()
+            if paused:  # DESIGN.md 7: the cyclic GC costs 1.2-2.4x on bulk loads
+                gc.disable()
+            try:
+                summaries: list[str] = []
+                last = index.node_seq
+                pred, bits = index.pred, index.bits
+                for seq, nid, p, b in c.execute(
+                    "SELECT seq, id, predecessor, bits FROM nodes"
+                    " WHERE session_id=? AND seq>? ORDER BY seq",
+                    (sid, index.node_seq),
+                ):
+                    last = seq
+                    if nid in pred:
+                        continue
+                    if full:
+                        pred[nid] = p
+                        bits[nid] = b
+                    else:
+                        index.add(nid, p, b)
+                    if b & 3 == 1:
+                        summaries.append(nid)
+                index.node_seq = last
+                for chunk in _chunks(summaries):
+                    got: dict[str, list[str]] = {}
+                    for s, n in c.execute(
+                        "SELECT summary_id, node_id FROM covers WHERE summary_id IN"
+                        f" ({','.join('?' * len(chunk))}) ORDER BY summary_id, position",
+                        chunk,
+                    ):
+                        got.setdefault(s, []).append(n)
+                    for s, ns in got.items():
+                        index.covers[s] = tuple(ns)
+                for seq, nid, provider, value in c.execute(
+                    "SELECT seq, node_id, provider, value FROM marks"
+                    " WHERE session_id=? AND seq>? ORDER BY seq",
+                    (sid, index.mark_seq),
+                ):
+                    index.marks.setdefault(provider, {})[nid] = value
+                    index.mark_seq = seq
+                stamped = []
+                for seq, nid in c.execute(
+                    "SELECT seq, node_id FROM rewound WHERE session_id=? AND seq>? ORDER BY seq",
+                    (sid, index.rewound_seq),
+                ):
+                    stamped.append(nid)
+                    index.rewound_seq = seq
+                index.stamp_rewound(stamped)
+                index.rev, index.head = row
+            finally:
+                if paused:
+                    gc.enable()
+
+    def _session(self, row: tuple[Any, ...]) -> Session:
+        sid, title, created, updated, head, spawned_from, parent, meta = row
+        return Session.model_construct(
+            id=SessionId(sid),
+            title=title or "",
+            created_at=from_micros(created),
+            updated_at=from_micros(updated),
+            head=NodeId(head) if head else None,
+            metadata=decode(meta) if meta else {},
+            spawned_from=NodeId(spawned_from) if spawned_from else None,
+            parent_session=SessionId(parent) if parent else None,
+        )
+
+    _SESSION_COLUMNS = (
+        "id, title, created_at, updated_at, head, spawned_from, parent_session, metadata"
+    )
+
+    def _db_session(self, session_id: str) -> Session:
+        with _translated():
+            row = self.conn.execute(
+                f"SELECT {self._SESSION_COLUMNS} FROM sessions WHERE id=?", (session_id,)
+            ).fetchone()
+        if row is None:
+            raise UnknownSessionError(session_id)
+        return self._session(row)
+
+    def _db_sessions(self, limit: int | None, parent: str | None) -> list[Session]:
+        where = "WHERE parent_session=?" if parent is not None else ""
+        params: list[Any] = [parent] if parent is not None else []
+        params.append(-1 if limit is None else limit)
+        with _translated():
+            rows = self.conn.execute(
+                f"SELECT {self._SESSION_COLUMNS} FROM sessions {where}"
+                " ORDER BY updated_at DESC, id DESC LIMIT ?",
+                params,
+            ).fetchall()
+        return [self._session(r) for r in rows]
+
+    def _db_insert_session(self, session: Session) -> None:
+        try:
+            self.conn.execute(
+                "INSERT INTO sessions (id, title, created_at, updated_at, head, rev, spawned_from,"
+                " parent_session, metadata) VALUES (?, ?, ?, ?, NULL, 0, ?, ?, ?)",
+                (
+                    session.id,
+                    session.title,
+                    to_micros(session.created_at),
+                    to_micros(session.updated_at),
+                    session.spawned_from,
+                    session.parent_session,
+                    encode(dict(session.metadata)),
+                ),
+            )
+        except sqlite3.IntegrityError as e:
+            raise DuplicateSessionError(session.id) from e
+        except sqlite3.Error as e:
+            raise StoreError(f"sqlite: {e}") from e
+
+    def _db_update_session(self, session_id: str, head: str | None, updated_at: int | None) -> int:
+        with _translated():
+            if updated_at is None:
+                row = self.conn.execute(
+                    "UPDATE sessions SET head=?, rev=rev+1 WHERE id=? RETURNING rev",
+                    (head, session_id),
+                ).fetchone()
+            else:
+                row = self.conn.execute(
+                    "UPDATE sessions SET head=?, updated_at=?, rev=rev+1 WHERE id=? RETURNING rev",
+                    (head, updated_at, session_id),
+                ).fetchone()
+        return int(row[0])
+
+    def _bump(self, session_id: str) -> int:
+        row = self.conn.execute(
+            "UPDATE sessions SET rev=rev+1 WHERE id=? RETURNING rev", (session_id,)
+        ).fetchone()
+        return int(row[0])
+
+    def _db_insert_nodes(self, rows: Sequence[NodeRow]) -> None:
+        with _translated():
+            self.conn.executemany(
+                "INSERT INTO nodes (id, session_id, predecessor, bits, created_at, content, metadata)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [r[:7] for r in rows],
+            )
+            links = [(r.id, i, c) for r in rows for i, c in enumerate(r.covers)]
+            if links:
+                self.conn.executemany(
+                    "INSERT INTO covers (summary_id, position, node_id) VALUES (?, ?, ?)", links
+                )
+
+    def _db_rows(self, ids: Sequence[str]) -> dict[str, NodeRow]:
+        out: dict[str, NodeRow] = {}
+        summaries = []
+        with _translated():
+            for chunk in _chunks(ids):
+                for r in self.conn.execute(
+                    "SELECT id, session_id, predecessor, bits, created_at, content, metadata"
+                    f" FROM nodes WHERE id IN ({','.join('?' * len(chunk))})",
+                    chunk,
+                ):
+                    out[r[0]] = NodeRow(*r, ())
+                    if r[3] & 3 == 1:
+                        summaries.append(r[0])
+            for chunk in _chunks(summaries):
+                got: dict[str, list[str]] = {}
+                for s, n in self.conn.execute(
+                    "SELECT summary_id, node_id FROM covers WHERE summary_id IN"
+                    f" ({','.join('?' * len(chunk))}) ORDER BY summary_id, position",
+                    chunk,
+                ):
+                    got.setdefault(s, []).append(n)
+                for s, ns in got.items():
+                    out[s] = out[s]._replace(covers=tuple(ns))
+        return out
+
+    def _db_insert_marks(
+        self, session_id: str, provider: str, value: str, ids: Sequence[str]
+    ) -> int:
+        with _translated():
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO marks (session_id, node_id, provider, value)"
+                " VALUES (?, ?, ?, ?)",
+                [(session_id, n, provider, value) for n in ids],
+            )
+            return self._bump(session_id)
+
+    def _db_insert_rewound(self, session_id: str, ids: Sequence[str]) -> None:
+        with _translated():
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO rewound (session_id, node_id) VALUES (?, ?)",
+                [(session_id, n) for n in ids],
+            )
+
+
+def _chunks(ids: Sequence[str]) -> Iterator[list[str]]:
+    for i in range(0, len(ids), _CHUNK):
+        yield list(ids[i : i + _CHUNK])

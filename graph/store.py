@@ -1,0 +1,845 @@
+"""The session store: every operation of DESIGN.md section 3, over a small persistence layer.
+
+:class:`BaseStore` holds the operations and their validation once. Its two persistence twins,
+:class:`graph.sqlite_store.SessionStore` (the SQLite store of record) and
+:class:`graph.memory_store.MemorySessionStore` (plain dicts, for tests and embedding), implement a
+handful of ``_db_*`` primitives and :meth:`BaseStore.atomic`, and pass one contract suite.
+
+Every public write opens a transaction through :meth:`BaseStore.atomic` (nesting as a savepoint inside
+a caller's), validates everything it was given against a fresh index, and either writes all of it or
+raises a typed error having written nothing.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from graph import walks
+from graph.codec import decode, decode_content, encode, encode_content
+from graph.errors import (
+    CoverageError,
+    CycleError,
+    DuplicateNodeError,
+    ForeignPredecessorError,
+    HeadConflictError,
+    InvalidWriteError,
+    MarkerGapError,
+    NotOnBranchError,
+    UnknownNodeError,
+    UnknownPredecessorError,
+)
+from graph.ids import NodeId, SessionId, new_id
+from graph.index import (
+    KIND_MASK,
+    MEMORY_ELIGIBLE,
+    REWOUND,
+    SIBLING,
+    Eligibility,
+    SessionIndex,
+    node_bits,
+)
+from graph.models import (
+    Content,
+    Kind,
+    Node,
+    Role,
+    Session,
+    content_text,
+    from_micros,
+    to_micros,
+    utcnow,
+)
+
+__all__ = ["HEAD", "BaseStore", "NodeRow", "SessionStats"]
+
+
+class _Head:
+    def __repr__(self) -> str:
+        return "HEAD"
+
+
+HEAD: Any = _Head()
+"""Sentinel for "the session's current head" as a predecessor or an expected head."""
+
+_SUMMARY = 1
+
+
+class NodeRow(NamedTuple):
+    """A node as the persistence layer stores it: indexed columns plus encoded payloads."""
+
+    id: str
+    session_id: str
+    predecessor: str | None
+    bits: int
+    created_at: int
+    """Microseconds since the Unix epoch."""
+    content: bytes
+    """The msgpack content payload."""
+    metadata: bytes
+    """The msgpack metadata payload (markers and rewound stamps are stored apart)."""
+    covers: tuple[str, ...]
+
+
+class SessionStats(NamedTuple):
+    """Counts describing one session's graph (what ``sessiongraph import`` and ``show`` report)."""
+
+    nodes: int
+    roots: int
+    forks: int
+    """Nodes with two or more children."""
+    rewound: int
+    summaries: int
+    live_tips: int
+    spawned: int
+    """Sessions spawned from this one."""
+
+
+def _row_of(node: Node) -> NodeRow:
+    meta = {k: v for k, v in node.metadata.items() if k not in ("written", "rewound")}
+    bits = node_bits(
+        node.kind,
+        node.role,
+        empty=not content_text(node.content).strip(),
+        scheduled=bool(meta.get("scheduled")),
+    )
+    return NodeRow(
+        node.id,
+        node.session_id,
+        node.predecessor,
+        bits,
+        to_micros(node.created_at),
+        encode_content(node.content),
+        encode(meta),
+        tuple(node.covers),
+    )
+
+
+def _same(a: NodeRow, b: NodeRow) -> str | None:
+    """Return the first field in which two rows of one id differ as stored content, or None."""
+    if a.session_id != b.session_id:
+        return "session"
+    if a.predecessor != b.predecessor:
+        return "predecessor"
+    if (a.bits & KIND_MASK) != (b.bits & KIND_MASK) or (a.bits & 0b1100) != (b.bits & 0b1100):
+        return "kind or role"
+    if a.content != b.content:
+        return "content"
+    if a.covers != b.covers:
+        return "covers"
+    return None
+
+
+class BaseStore(ABC):
+    """Sessions as predecessor-linked node DAGs, with heads, markers and pending (DESIGN.md 3-4).
+
+    Not thread-safe: use one store object per thread (several objects, and processes, may share one
+    SQLite file). Each store caches one :class:`~graph.index.SessionIndex` per session it has read and
+    refreshes it from what changed since.
+    """
+
+    def __init__(self) -> None:
+        self._cache: dict[str, SessionIndex] = {}
+
+    # ---------------------------------------------------------------- persistence primitives
+
+    @abstractmethod
+    def atomic(self) -> AbstractContextManager[None]:
+        """Return a context manager for one transaction.
+
+        Outermost, it begins a write transaction and commits on success; inside another (the store's
+        or the caller's), it is a savepoint, released on success. On an exception everything since
+        it began is rolled back and the exception propagates.
+        """
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the store's resources; the object is unusable afterwards."""
+
+    @abstractmethod
+    def _db_changed(self) -> bool:
+        """Whether anyone else may have written since the last call."""
+
+    @abstractmethod
+    def _db_catch_up(self, index: SessionIndex) -> None:
+        """Bring ``index`` up to date with everything stored (an empty index: a full build).
+
+        Raises:
+            UnknownSessionError: the session does not exist.
+        """
+
+    @abstractmethod
+    def _db_session(self, session_id: str) -> Session:
+        """Read one session (raises UnknownSessionError)."""
+
+    @abstractmethod
+    def _db_sessions(self, limit: int | None, parent: str | None) -> list[Session]:
+        """Sessions most recently updated first (only those spawned from ``parent`` when given)."""
+
+    @abstractmethod
+    def _db_insert_session(self, session: Session) -> None:
+        """Insert a new session (raises DuplicateSessionError)."""
+
+    @abstractmethod
+    def _db_update_session(self, session_id: str, head: str | None, updated_at: int | None) -> int:
+        """Set the head (and ``updated_at`` unless None), bump the change counter, return it."""
+
+    @abstractmethod
+    def _db_insert_nodes(self, rows: Sequence[NodeRow]) -> None:
+        """Insert rows (predecessors first) and their covers links."""
+
+    @abstractmethod
+    def _db_rows(self, ids: Sequence[str]) -> dict[str, NodeRow]:
+        """The stored rows of those ``ids`` that exist, in any session."""
+
+    @abstractmethod
+    def _db_insert_marks(
+        self, session_id: str, provider: str, value: str, ids: Sequence[str]
+    ) -> int:
+        """Write markers (replacing another value of the same provider); bump the counter; return it."""
+
+    @abstractmethod
+    def _db_insert_rewound(self, session_id: str, ids: Sequence[str]) -> None:
+        """Stamp nodes rewound."""
+
+    # ---------------------------------------------------------------- the index
+
+    def index(self, session_id: str) -> SessionIndex:
+        """Return the session's index, refreshed from what changed since it was built.
+
+        The check costs one ``PRAGMA data_version`` when nothing changed, and reads only the new rows
+        when something did.
+
+        Raises:
+            UnknownSessionError: no such session.
+        """
+        if self._db_changed():
+            for idx in self._cache.values():
+                idx.stale = True
+        idx = self._cache.get(session_id)
+        if idx is None:
+            idx = SessionIndex(session_id)
+            self._db_catch_up(idx)
+            self._cache[session_id] = idx
+        elif idx.stale:
+            self._db_catch_up(idx)
+        idx.stale = False
+        return idx
+
+    def rebuild_index(self, session_id: str) -> SessionIndex:
+        """Build the session's index from scratch, replace the cached one, and return it.
+
+        This is the full rebuild the benchmarks time; :meth:`index` never needs it.
+        """
+        idx = SessionIndex(session_id)
+        self._db_catch_up(idx)
+        self._cache[session_id] = idx
+        return idx
+
+    def _forget(self) -> None:
+        """Drop every cached index (after a rollback)."""
+        self._cache.clear()
+
+    # ---------------------------------------------------------------- sessions
+
+    def create_session(
+        self,
+        title: str = "",
+        *,
+        id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
+        spawned_from: str | None = None,
+        parent_session: str | None = None,
+    ) -> Session:
+        """Create an empty session and return it.
+
+        Args:
+            title: A human title.
+            id: The session id; a new time-ordered id when None (importers keep the runtime's id).
+            metadata: JSON-shaped session metadata.
+            created_at: Creation time (also the first ``updated_at``); now when None.
+            spawned_from: Use :meth:`spawn` instead; kept for importers and bundles.
+            parent_session: The session of ``spawned_from``.
+
+        Raises:
+            DuplicateSessionError: the id is taken.
+            CodecError: metadata holds a value outside the codec's allow-list.
+        """
+        moment = created_at or utcnow()
+        session = Session(
+            id=SessionId(id or new_id()),
+            title=title,
+            created_at=moment,
+            updated_at=moment,
+            head=None,
+            metadata=dict(metadata or {}),
+            spawned_from=NodeId(spawned_from) if spawned_from else None,
+            parent_session=SessionId(parent_session) if parent_session else None,
+        )
+        encode(dict(session.metadata))
+        with self.atomic():
+            self._db_insert_session(session)
+        return session
+
+    def session(self, session_id: str) -> Session:
+        """Return the stored session.
+
+        Raises:
+            UnknownSessionError: no such session.
+        """
+        return self._db_session(session_id)
+
+    def sessions(self, limit: int | None = None) -> list[Session]:
+        """Return sessions most recently updated first (at most ``limit``)."""
+        return self._db_sessions(limit, None)
+
+    def spawn(
+        self,
+        session_id: str,
+        from_node: str,
+        *,
+        title: str = "",
+        id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
+    ) -> Session:
+        """Create a sub-agent session whose root links back to ``from_node`` (DESIGN.md 2: spawn).
+
+        The link is stored both ways: :attr:`Session.spawned_from` on the child and :meth:`spawns` on
+        the parent.
+
+        Raises:
+            UnknownSessionError: ``session_id`` does not exist.
+            UnknownNodeError: ``from_node`` is not a node of ``session_id``.
+        """
+        with self.atomic():
+            if from_node not in self.index(session_id).pred:
+                raise UnknownNodeError(from_node, session_id)
+            return self.create_session(
+                title,
+                id=id,
+                metadata=metadata,
+                created_at=created_at,
+                spawned_from=from_node,
+                parent_session=session_id,
+            )
+
+    def spawns(self, session_id: str) -> list[Session]:
+        """Return the sessions spawned from nodes of ``session_id``, most recently updated first."""
+        return self._db_sessions(None, session_id)
+
+    # ---------------------------------------------------------------- appends
+
+    def append(
+        self,
+        session_id: str,
+        content: Content,
+        *,
+        role: Role | str,
+        kind: Kind | str = Kind.MESSAGE,
+        predecessor: str | None = HEAD,
+        id: str | None = None,
+        created_at: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        move_head: bool = True,
+    ) -> Node:
+        """Append one node and (by default) move the head to it.
+
+        Args:
+            session_id: The session.
+            content: Text or a sequence of content blocks.
+            role: user, assistant, system or tool.
+            kind: message (default), summary or event.
+            predecessor: The node it follows; the head by default, None for a new root. Any other
+                node makes a fork (:meth:`fork`).
+            id: The node id; a new time-ordered id when None.
+            created_at: When the runtime wrote it; now when None.
+            metadata: JSON-shaped; ``{"scheduled": True}`` marks a runtime-scheduled turn, which the
+                memory default does not find eligible.
+            move_head: Move the head to the new node.
+
+        Returns:
+            The stored node. Re-appending an identical node (same id, predecessor, kind, role and
+            content) returns the stored one and changes nothing, the head included.
+
+        Raises:
+            UnknownSessionError, UnknownPredecessorError, ForeignPredecessorError, DuplicateNodeError,
+            CycleError, CodecError: nothing is written.
+        """
+        with self.atomic():
+            idx = self.index(session_id)
+            node = Node(
+                id=NodeId(id or new_id()),
+                session_id=SessionId(session_id),
+                predecessor=idx.head if predecessor is HEAD else predecessor,
+                kind=Kind(kind),
+                role=Role(role),
+                content=content if isinstance(content, str) else tuple(content),
+                created_at=created_at or utcnow(),
+                metadata=dict(metadata or {}),
+            )
+            added = self._add(idx, [node], head=node.id if move_head else HEAD, fresh=id is None)
+            return node if added else self.node(node.id)
+
+    def fork(
+        self,
+        session_id: str,
+        predecessor: str,
+        content: Content,
+        *,
+        role: Role | str,
+        **kwargs: Any,
+    ) -> Node:
+        """Append after ``predecessor`` (not the head), making it a fork, and move the head there.
+
+        Takes the keyword arguments of :meth:`append` and raises what it raises.
+        """
+        return self.append(session_id, content, role=role, predecessor=predecessor, **kwargs)
+
+    def add_nodes(
+        self, session_id: str, nodes: Iterable[Node], *, head: str | None = HEAD
+    ) -> list[Node]:
+        """Store many nodes in one transaction (the import path) and return those newly added.
+
+        Nodes may come in any order; a predecessor must be stored already or be in the batch. Nodes
+        already stored identically are skipped, so re-importing a file adds nothing.
+
+        Args:
+            session_id: The session every node names.
+            nodes: The nodes, ids kept as given.
+            head: Where the head goes afterwards; unchanged when omitted.
+
+        Raises:
+            UnknownSessionError, UnknownPredecessorError, ForeignPredecessorError, DuplicateNodeError,
+            CycleError, CoverageError, CodecError: nothing is written.
+            UnknownNodeError: ``head`` is not a node of the session.
+        """
+        with self.atomic():
+            return self._add(self.index(session_id), list(nodes), head=head, fresh=False)
+
+    def _add(self, idx: SessionIndex, nodes: list[Node], *, head: Any, fresh: bool) -> list[Node]:
+        sid = idx.session_id
+        rows: dict[str, NodeRow] = {}
+        models: dict[str, Node] = {}
+        stored = {} if fresh else self._db_rows([n.id for n in nodes])
+        for node in nodes:
+            if node.session_id != sid:
+                raise InvalidWriteError(
+                    f"node {node.id!r} names session {node.session_id!r}, not {sid!r}"
+                )
+            row = _row_of(node)
+            earlier = rows.get(row.id) or stored.get(row.id)
+            if earlier is not None:
+                field = _same(earlier, row)
+                if field is not None:
+                    raise DuplicateNodeError(row.id, earlier.session_id, field)
+                continue
+            rows[row.id] = row
+            models[row.id] = node
+        order = self._check_predecessors(idx, rows)
+        for nid in order:
+            if rows[nid].covers:
+                rows[nid] = self._check_covers(idx, rows, rows[nid])
+        if head is not HEAD and head is not None and head not in idx.pred and head not in rows:
+            raise UnknownNodeError(head, sid)
+        if not order and (head is HEAD or head == idx.head):
+            return []
+        ordered = [rows[n] for n in order]
+        if ordered:
+            self._db_insert_nodes(ordered)
+        newest = max((r.created_at for r in ordered), default=None)
+        if newest is not None:
+            newest = max(newest, to_micros(self.session(sid).updated_at))
+        new_head = idx.head if head is HEAD else head
+        idx.rev = self._db_update_session(sid, new_head, newest)
+        for r in ordered:
+            idx.add(r.id, r.predecessor, r.bits)
+            if r.covers:
+                idx.covers[r.id] = r.covers
+        idx.head = new_head
+        return [models[n] for n in order]
+
+    def _check_predecessors(self, idx: SessionIndex, rows: dict[str, NodeRow]) -> list[str]:
+        """Validate predecessors of new rows and return their ids, predecessors first."""
+        missing = [
+            r.predecessor
+            for r in rows.values()
+            if r.predecessor is not None
+            and r.predecessor not in idx.pred
+            and r.predecessor not in rows
+        ]
+        if missing:
+            elsewhere = self._db_rows(missing)
+            for r in rows.values():
+                p = r.predecessor
+                if p is None or p in idx.pred or p in rows:
+                    continue
+                if p in elsewhere:
+                    raise ForeignPredecessorError(r.id, p, idx.session_id, elsewhere[p].session_id)
+                raise UnknownPredecessorError(r.id, p)
+        order: list[str] = []
+        state: dict[str, int] = {}  # 1: on the current path, 2: placed
+        for start in rows:
+            if start in state:
+                continue
+            path = []
+            n: str | None = start
+            while n is not None and n in rows and n not in state:
+                state[n] = 1
+                path.append(n)
+                n = rows[n].predecessor
+            if n is not None and state.get(n) == 1:
+                raise CycleError(n)
+            for m in reversed(path):
+                state[m] = 2
+                order.append(m)
+        return order
+
+    def _check_covers(self, idx: SessionIndex, rows: dict[str, NodeRow], row: NodeRow) -> NodeRow:
+        """Validate a summary's covers; return the row with the sibling bit set for that layout."""
+
+        def pred(n: str) -> str | None:
+            return rows[n].predecessor if n in rows else idx.pred[n]
+
+        if row.bits & KIND_MASK != _SUMMARY:
+            raise CoverageError(row.covers[0], f"node {row.id!r} covers nodes but is not a summary")
+        for i, c in enumerate(row.covers):
+            if c not in idx.pred and c not in rows:
+                raise CoverageError(c, "not a node of this session")
+            if i and pred(c) != row.covers[i - 1]:
+                raise CoverageError(
+                    c, f"does not follow {row.covers[i - 1]!r}: not one unbroken span"
+                )
+        n = row.predecessor
+        while n is not None:
+            if n == row.covers[-1]:
+                return row
+            n = pred(n)
+        if pred(row.covers[0]) == row.predecessor:
+            return row._replace(bits=row.bits | SIBLING)
+        raise CoverageError(
+            row.covers[0],
+            f"summary {row.id!r} neither follows the span (inline) nor shares its predecessor (sibling)",
+        )
+
+    # ---------------------------------------------------------------- head moves
+
+    def set_head(self, session_id: str, node_id: str | None, *, expected: Any = HEAD) -> None:
+        """Move the head to ``node_id``; with ``expected``, only if the head is still that node.
+
+        Raises:
+            UnknownNodeError: ``node_id`` is not in the session.
+            HeadConflictError: ``expected`` was given and the stored head differs (compare-and-swap).
+        """
+        with self.atomic():
+            idx = self.index(session_id)
+            if node_id is not None and node_id not in idx.pred:
+                raise UnknownNodeError(node_id, session_id)
+            if expected is not HEAD and expected != idx.head:
+                raise HeadConflictError(session_id, expected, idx.head)
+            if node_id != idx.head:
+                idx.rev = self._db_update_session(session_id, node_id, None)
+                idx.head = node_id
+
+    def rewind(self, session_id: str, to: str) -> list[NodeId]:
+        """Move the head back to ``to`` and stamp every node after it on the old branch rewound.
+
+        Nothing is deleted; ``updated_at`` does not change (DESIGN.md 2: rewind).
+
+        Returns:
+            The ids stamped, oldest first.
+
+        Raises:
+            UnknownNodeError: ``to`` is not in the session.
+            NotOnBranchError: ``to`` is not on the head's branch.
+        """
+        with self.atomic():
+            idx = self.index(session_id)
+            if to not in idx.pred:
+                raise UnknownNodeError(to, session_id)
+            stamped: list[str] = []
+            n = idx.head
+            while n != to:
+                if n is None:
+                    raise NotOnBranchError(to, idx.head)
+                if not idx.bits[n] & REWOUND:
+                    stamped.append(n)
+                n = idx.pred[n]
+            stamped.reverse()
+            if stamped:
+                self._db_insert_rewound(session_id, stamped)
+            idx.rev = self._db_update_session(session_id, to, None)
+            idx.head = to
+            idx.stamp_rewound(stamped)
+            return [NodeId(s) for s in stamped]
+
+    def compact(
+        self,
+        session_id: str,
+        covers: Sequence[str],
+        content: Content,
+        *,
+        layout: str = "inline",
+        role: Role | str = Role.SYSTEM,
+        id: str | None = None,
+        created_at: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Node:
+        """Append a compaction summary covering ``covers`` and move the head to it.
+
+        Args:
+            covers: The replaced nodes, oldest first: one unbroken span of one branch.
+            content: The summary text.
+            layout: ``"inline"``: the summary follows the head, whose branch holds the span (Claude
+                Code, pi, Codex); ``"sibling"``: the summary takes the span's place beside it, its
+                predecessor being the first covered node's (OpenProgram). DESIGN.md 2.
+
+        Raises:
+            CoverageError: the span is empty, broken, or not where the layout needs it.
+            ValueError: an unknown layout.
+        """
+        if layout not in ("inline", "sibling"):
+            raise ValueError(f"unknown compaction layout {layout!r}: use 'inline' or 'sibling'")
+        if not covers:
+            raise CoverageError("", "a summary must cover at least one node")
+        with self.atomic():
+            idx = self.index(session_id)
+            if covers[0] not in idx.pred:
+                raise CoverageError(covers[0], "not a node of this session")
+            predecessor = idx.head if layout == "inline" else idx.pred[covers[0]]
+            node = Node(
+                id=NodeId(id or new_id()),
+                session_id=SessionId(session_id),
+                predecessor=predecessor,
+                kind=Kind.SUMMARY,
+                role=Role(role),
+                content=content,
+                created_at=created_at or utcnow(),
+                metadata=dict(metadata or {}),
+                covers=tuple(NodeId(c) for c in covers),
+            )
+            self._add(idx, [node], head=node.id, fresh=id is None)
+            got = "sibling" if idx.bits[node.id] & SIBLING else "inline"
+            if got != layout:
+                raise CoverageError(
+                    covers[-1], f"the span is not where the {layout} layout needs it"
+                )
+            return node
+
+    # ---------------------------------------------------------------- reads
+
+    def _read_nodes(self, idx: SessionIndex, ids: Sequence[str]) -> list[Node]:
+        rows = self._db_rows(ids)
+        return [self._model(rows[i], idx) for i in ids]
+
+    def _model(self, row: NodeRow, idx: SessionIndex) -> Node:
+        meta = decode(row.metadata)
+        written = {p: pm[row.id] for p, pm in idx.marks.items() if row.id in pm}
+        if written:
+            meta["written"] = written
+        if idx.bits.get(row.id, 0) & REWOUND:
+            meta["rewound"] = True
+        return Node.model_construct(
+            id=NodeId(row.id),
+            session_id=SessionId(row.session_id),
+            predecessor=row.predecessor,
+            kind=Kind(("message", "summary", "event")[row.bits & KIND_MASK]),
+            role=Role(("user", "assistant", "system", "tool")[(row.bits >> 2) & 3]),
+            content=decode_content(row.content),
+            created_at=from_micros(row.created_at),
+            metadata=meta,
+            covers=row.covers,
+        )
+
+    def node(self, node_id: str) -> Node:
+        """Return one node, with its markers and rewound stamp in its metadata.
+
+        Raises:
+            UnknownNodeError: no such node in any session.
+        """
+        row = self._db_rows([node_id]).get(node_id)
+        if row is None:
+            raise UnknownNodeError(node_id)
+        return self._model(row, self.index(row.session_id))
+
+    def nodes(self, session_id: str, ids: Sequence[str]) -> list[Node]:
+        """Return the nodes of ``session_id`` with these ids, in the order given.
+
+        Raises:
+            UnknownNodeError: an id is not a node of the session.
+        """
+        idx = self.index(session_id)
+        for i in ids:
+            if i not in idx.pred:
+                raise UnknownNodeError(i, session_id)
+        return self._read_nodes(idx, ids)
+
+    def _head(self, idx: SessionIndex, head: str | None) -> str | None:
+        if head is None:
+            return idx.head
+        if head not in idx.pred:
+            raise UnknownNodeError(head, idx.session_id)
+        return head
+
+    def branch(self, session_id: str, head: str | None = None) -> list[Node]:
+        """Return the branch of ``head`` (the stored head by default): root first, rewound nodes left out.
+
+        Raises:
+            UnknownSessionError, UnknownNodeError.
+        """
+        idx = self.index(session_id)
+        return self._read_nodes(idx, walks.branch_ids(idx, self._head(idx, head)))
+
+    def context(self, session_id: str, head: str | None = None) -> list[Node]:
+        """Return the model-visible context of ``head``, root first (DESIGN.md 3).
+
+        It is the branch with each covered span replaced by its latest summary.
+
+        Raises:
+            UnknownSessionError, UnknownNodeError.
+        """
+        idx = self.index(session_id)
+        return self._read_nodes(idx, walks.context_ids(idx, self._head(idx, head)))
+
+    def tips(self, session_id: str) -> list[NodeId]:
+        """Return the live tips (messages with no live message below them, not rewound), newest first."""
+        return [NodeId(t) for t in walks.live_tips(self.index(session_id))]
+
+    def stats(self, session_id: str) -> SessionStats:
+        """Count the session's nodes, roots, forks, rewound nodes, summaries, live tips and spawns."""
+        idx = self.index(session_id)
+        return SessionStats(
+            nodes=len(idx),
+            roots=sum(1 for p in idx.pred.values() if p is None),
+            forks=sum(1 for k in idx.children.values() if len(k) > 1),
+            rewound=sum(1 for b in idx.bits.values() if b & REWOUND),
+            summaries=sum(1 for b in idx.bits.values() if b & KIND_MASK == _SUMMARY),
+            live_tips=len(walks.live_tips(idx)),
+            spawned=len(self.spawns(session_id)),
+        )
+
+    # ---------------------------------------------------------------- markers and pending
+
+    def pending_ids(
+        self,
+        session_id: str,
+        provider: str,
+        value: str,
+        head: str | None = None,
+        eligible: Eligibility = MEMORY_ELIGIBLE,
+    ) -> list[NodeId]:
+        """Return the ids :meth:`pending` would return, without reading their payloads."""
+        idx = self.index(session_id)
+        ids = walks.walk_pending(idx, self._head(idx, head), provider, value, eligible).ids
+        return ids  # type: ignore[return-value]
+
+    def pending(
+        self,
+        session_id: str,
+        provider: str,
+        value: str,
+        head: str | None = None,
+        eligible: Eligibility = MEMORY_ELIGIBLE,
+    ) -> list[Node]:
+        """Return the eligible nodes of ``head``'s branch that ``provider`` has not written, oldest first.
+
+        The walk goes back from the head (the stored head by default), steps over ineligible nodes and
+        stops at the first eligible node carrying ``written[provider] == value`` (DESIGN.md 4). A marker
+        with another value (another workspace, a reset) is not a marker for this consumer. Compaction
+        summaries are never pending while their covered nodes exist; a sibling-layout summary on the
+        path yields the covered nodes not yet written instead.
+
+        Args:
+            session_id: The session.
+            provider: The consumer's name (``"memory"``).
+            value: The consumer's store id (for memory, the workspace id).
+            head: Walk from this node instead of the stored head.
+            eligible: The provider's predicate; the memory default by default.
+
+        Raises:
+            UnknownSessionError, UnknownNodeError.
+        """
+        idx = self.index(session_id)
+        ids = walks.walk_pending(idx, self._head(idx, head), provider, value, eligible).ids
+        return self._read_nodes(idx, ids)
+
+    def pending_by_tip(
+        self,
+        session_id: str,
+        provider: str,
+        value: str,
+        eligible: Eligibility = MEMORY_ELIGIBLE,
+    ) -> Iterator[tuple[NodeId, list[Node]]]:
+        """Yield ``(tip, pending of that tip)`` for the head first, then every other live tip.
+
+        Each tip's pending is computed when the iterator reaches it, so a consumer that marks what it
+        wrote before advancing is handed a shared prefix once: the first branch written marks it.
+        Tips with nothing pending are skipped.
+        """
+        idx = self.index(session_id)
+        tips = [t for t in walks.live_tips(idx) if t != idx.head]
+        if idx.head is not None:
+            tips.insert(0, idx.head)
+        for tip in tips:
+            got = self.pending(session_id, provider, value, head=tip, eligible=eligible)
+            if got:
+                yield NodeId(tip), got
+
+    def mark(
+        self,
+        session_id: str,
+        nodes: Iterable[str | Node],
+        provider: str,
+        value: str,
+        eligible: Eligibility = MEMORY_ELIGIBLE,
+    ) -> int:
+        """Write ``written[provider] = value`` on exactly these nodes, in one transaction.
+
+        The prefix rule is kept (DESIGN.md 4): if any marked eligible node would have an unmarked
+        eligible node above it on its branch, nothing is written. ``updated_at`` does not change.
+
+        Returns:
+            How many markers were written or changed (nodes already carrying the value are skipped).
+
+        Raises:
+            UnknownNodeError: a node is not in the session.
+            MarkerGapError: the batch would leave a gap; nothing is written.
+        """
+        ids = list(dict.fromkeys(n.id if isinstance(n, Node) else n for n in nodes))
+        with self.atomic():
+            idx = self.index(session_id)
+            for n in ids:
+                if n not in idx.pred:
+                    raise UnknownNodeError(n, session_id)
+            gap = walks.find_marker_gap(idx, ids, provider, value, eligible)
+            if gap is not None:
+                raise MarkerGapError(gap[0], gap[1], provider)
+            pm = idx.marks.get(provider) or {}
+            todo = [n for n in ids if pm.get(n) != value]
+            if todo:
+                idx.rev = self._db_insert_marks(session_id, provider, value, todo)
+                idx.add_marks(provider, value, todo)
+            return len(todo)
+
+    def verify_markers(
+        self,
+        session_id: str,
+        provider: str | None = None,
+        eligible: Eligibility = MEMORY_ELIGIBLE,
+    ) -> list[walks.MarkerGap]:
+        """Scan the session for marked eligible nodes below an unmarked eligible one (gaps).
+
+        Returns:
+            Every gap found, for every provider and value (or only ``provider``); empty when sound.
+        """
+        return walks.marker_gaps(self.index(session_id), eligible, provider)
+
+    def to_networkx(self, session_id: str) -> Any:
+        """Return a read-only networkx view of the session (see :func:`graph.views.to_networkx`)."""
+        from graph.views import to_networkx
+
+        return to_networkx(self, session_id)

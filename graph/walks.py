@@ -1,0 +1,230 @@
+"""The graph walks, as free functions over a :class:`~graph.index.SessionIndex` (DESIGN.md 4).
+
+Every walk follows predecessors from a node back towards the root. Two rules hold for all of them:
+
+* a compaction summary with covers is never delivered as new content: an inline-layout summary is
+  stepped over (its covered nodes are its ancestors, so the walk meets them anyway), and a
+  sibling-layout summary leads the walk to its last covered node, so the covered nodes are walked in
+  its place (:meth:`SessionIndex.effective_pred`);
+* a rewound node is never eligible and never on a branch.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from graph.index import (
+    KIND_MASK,
+    REWOUND,
+    SIBLING,
+    Eligibility,
+    Eligible,
+    NodeInfo,
+    SessionIndex,
+)
+
+__all__ = [
+    "MarkerGap",
+    "PendingWalk",
+    "branch_ids",
+    "context_ids",
+    "find_marker_gap",
+    "is_ancestor",
+    "live_tips",
+    "marker_gaps",
+    "walk_pending",
+]
+
+_MESSAGE = 0
+_SUMMARY = 1
+
+
+class PendingWalk(NamedTuple):
+    """What :func:`walk_pending` found."""
+
+    ids: list[str]
+    """The pending node ids, oldest first."""
+    visited: int
+    """How many nodes the walk looked at (the marker it stopped on included)."""
+
+
+class MarkerGap(NamedTuple):
+    """A marked eligible node with an unmarked eligible node above it on its branch."""
+
+    provider: str
+    """The provider whose markers have the gap."""
+    value: str
+    """The marker value."""
+    node_id: str
+    """The marked node below the gap."""
+
+
+def _test(eligible: Eligibility) -> tuple[Eligible | None, Eligibility]:
+    return (eligible if isinstance(eligible, Eligible) else None), eligible
+
+
+def _eligible(fast: Eligible | None, eligible: Eligibility, node_id: str, bits: int) -> bool:
+    if fast is not None:
+        return fast.test(bits)
+    return not bits & REWOUND and eligible(NodeInfo(node_id, bits))
+
+
+def walk_pending(
+    index: SessionIndex, head: str | None, provider: str, value: str, eligible: Eligibility
+) -> PendingWalk:
+    """Walk back from ``head`` and collect the eligible nodes ``provider`` has not written.
+
+    Ineligible nodes are stepped over; the first eligible node carrying ``written[provider] == value``
+    stops the walk. Cost is proportional to the nodes walked since the newest marker.
+
+    Returns:
+        The pending ids oldest first, and how many nodes were visited.
+    """
+    pm = index.marks.get(provider) or {}
+    pred, bits, covers = index.pred, index.bits, index.covers
+    fast = eligible if isinstance(eligible, Eligible) else None
+    out: list[str] = []
+    visited = 0
+    n = head
+    while n is not None:
+        visited += 1
+        b = bits[n]
+        if b & KIND_MASK == _SUMMARY and n in covers:
+            n = covers[n][-1] if b & SIBLING else pred[n]
+            continue
+        if fast.test(b) if fast is not None else _eligible(None, eligible, n, b):
+            if pm.get(n) == value:
+                break
+            out.append(n)
+        n = pred[n]
+    out.reverse()
+    return PendingWalk(out, visited)
+
+
+def find_marker_gap(
+    index: SessionIndex, nodes: list[str], provider: str, value: str, eligible: Eligibility
+) -> tuple[str, str] | None:
+    """Return ``(node, unmarked ancestor)`` if marking ``nodes`` would break the prefix rule, else None.
+
+    The rule (DESIGN.md 4): on every branch the marked eligible nodes form a prefix. Marking a node is
+    safe when every eligible node above it on its walked path is marked or in the batch. Each node is
+    walked at most once, so the cost is the batch plus the distance to the newest marker.
+    """
+    pm = index.marks.get(provider) or {}
+    pred, bits, covers = index.pred, index.bits, index.covers
+    fast, test = _test(eligible)
+    batch = set(nodes)
+    checked: set[str] = set()
+    for start in nodes:
+        if not _eligible(fast, test, start, bits[start]):
+            continue
+        n = index.effective_pred(start)
+        while n is not None and n not in batch and n not in checked:
+            checked.add(n)
+            b = bits[n]
+            if b & KIND_MASK == _SUMMARY and n in covers:
+                n = covers[n][-1] if b & SIBLING else pred[n]
+                continue
+            if _eligible(fast, test, n, b):
+                if pm.get(n) == value:
+                    break
+                return start, n
+            n = pred[n]
+    return None
+
+
+def marker_gaps(
+    index: SessionIndex, eligible: Eligibility, provider: str | None = None
+) -> list[MarkerGap]:
+    """Scan a whole session for prefix-rule violations, for every provider and value (or one provider).
+
+    One pass over the nodes in insertion order (a topological order) per (provider, value) pair.
+    """
+    fast, test = _test(eligible)
+    gaps: list[MarkerGap] = []
+    for prov, pm in index.marks.items():
+        if provider is not None and prov != provider:
+            continue
+        for value in sorted(set(pm.values())):
+            clean: dict[str, bool] = {}
+            for n in index.pred:
+                p = index.effective_pred(n)
+                above = clean[p] if p is not None else True
+                b = index.bits[n]
+                if b & KIND_MASK == _SUMMARY and n in index.covers:
+                    clean[n] = above
+                elif _eligible(fast, test, n, b):
+                    marked = pm.get(n) == value
+                    if marked and not above:
+                        gaps.append(MarkerGap(prov, value, n))
+                    clean[n] = above and marked
+                else:
+                    clean[n] = above
+    return gaps
+
+
+def branch_ids(index: SessionIndex, head: str | None) -> list[str]:
+    """Return the branch of ``head``: root to head by predecessors, rewound nodes left out."""
+    out: list[str] = []
+    pred, bits = index.pred, index.bits
+    n = head
+    while n is not None:
+        if not bits[n] & REWOUND:
+            out.append(n)
+        n = pred[n]
+    out.reverse()
+    return out
+
+
+def is_ancestor(index: SessionIndex, ancestor: str, node: str | None) -> bool:
+    """Whether ``ancestor`` is ``node`` or one of its predecessors."""
+    pred = index.pred
+    n = node
+    while n is not None:
+        if n == ancestor:
+            return True
+        n = pred[n]
+    return False
+
+
+def live_tips(index: SessionIndex) -> list[str]:
+    """Return the live tips, newest first (DESIGN.md 2).
+
+    A live tip is a message that is not rewound and has no live message below it: event nodes (progress
+    entries, snapshots) after a message do not hide it, and rewound nodes do not count as children.
+    One pass over the nodes in reverse insertion order.
+    """
+    below: set[str] = set()
+    tips: list[str] = []
+    pred, bits = index.pred, index.bits
+    for n in reversed(pred):
+        b = bits[n]
+        live = b & KIND_MASK == _MESSAGE and not b & REWOUND
+        if live or n in below:
+            if live and n not in below:
+                tips.append(n)
+            p = pred[n]
+            if p is not None:
+                below.add(p)
+    return tips
+
+
+def context_ids(index: SessionIndex, head: str | None) -> list[str]:
+    """Return the model-visible context of ``head``, root first.
+
+    It is the branch of ``head`` with each covered span replaced by its latest summary; an older summary
+    whose whole span a later one covers is left out too.
+    """
+    covered: set[str] = set()
+    out: list[str] = []
+    for n in reversed(branch_ids(index, head)):
+        if n in covered:
+            continue
+        cv = index.covers.get(n)
+        if cv is not None:
+            if all(c in covered for c in cv):
+                continue
+            covered.update(cv)
+        out.append(n)
+    out.reverse()
+    return out

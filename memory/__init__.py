@@ -1,0 +1,3 @@
+"""sessiongraph's memory layer: a long-term memory writer that consumes the graph's pending turns."""
+
+__all__: list[str] = []
