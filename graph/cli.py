@@ -1,0 +1,282 @@
+"""The ``sessiongraph`` command line: the session graph's commands, plus commands other packages add.
+
+Packages extend the CLI through the ``sessiongraph.cli`` entry-point group: each entry point names a
+function ``register(app: typer.Typer) -> None`` (the memory package adds ``sessiongraph memory`` this
+way, so ``graph`` never imports ``memory``).
+
+The store is ``--db PATH``, else ``$SESSIONGRAPH_DB``, else ``sessiongraph.db`` in the user's data
+directory (platformdirs).
+"""
+
+from __future__ import annotations
+
+import os
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import platformdirs
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.tree import Tree
+
+from graph.errors import GraphError, UnknownSessionError
+from graph.index import KIND_MASK, REWOUND
+from graph.models import Node, Session
+from graph.sqlite_store import SessionStore
+from graph.store import BaseStore
+
+__all__ = [
+    "app",
+    "default_db",
+    "main",
+    "node_json",
+    "open_store",
+    "render_tree",
+    "resolve_session",
+    "short",
+]
+
+app = typer.Typer(
+    name="sessiongraph",
+    help="Agent conversations as graphs, and what each consumer has not processed yet.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err = Console(stderr=True)
+
+
+def default_db() -> Path:
+    """Return the store path used without ``--db``: ``$SESSIONGRAPH_DB`` or the user data dir."""
+    env = os.environ.get("SESSIONGRAPH_DB")
+    if env:
+        return Path(env)
+    return Path(platformdirs.user_data_dir("sessiongraph")) / "sessiongraph.db"
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    db: Annotated[
+        Path | None,
+        typer.Option("--db", help="Store file (default: $SESSIONGRAPH_DB or user data dir)."),
+    ] = None,
+) -> None:
+    ctx.obj = {"db": db or default_db()}
+
+
+def open_store(ctx: typer.Context) -> SessionStore:
+    """Open the store the command line names (``--db``)."""
+    return SessionStore(ctx.obj["db"] if ctx.obj else default_db())
+
+
+def resolve_session(store: BaseStore, ref: str) -> Session:
+    """Return the session whose id is ``ref`` or uniquely starts with it.
+
+    Raises:
+        UnknownSessionError: no session, or several, match.
+    """
+    try:
+        return store.session(ref)
+    except UnknownSessionError:
+        matches = [s for s in store.sessions() if s.id.startswith(ref)]
+        if len(matches) == 1:
+            return matches[0]
+        raise
+
+
+def _dump(data: Any) -> None:
+    print(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
+
+
+def short(node_id: str) -> str:
+    """A short form of a node id for display: its last 8 characters (UUIDv7 ids share their start)."""
+    return node_id if len(node_id) <= 12 else "…" + node_id[-8:]
+
+
+def _preview(node: Node, width: int = 70) -> str:
+    text = " ".join(node.text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def node_json(node: Node) -> dict[str, Any]:
+    """A node as JSON-shaped data (for ``--json`` output)."""
+    return node.model_dump(mode="json") | {"text": node.text}
+
+
+@app.command()
+def sessions(
+    ctx: typer.Context,
+    limit: Annotated[int, typer.Option(help="At most this many.")] = 50,
+    json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List sessions, most recently updated first."""
+    store = open_store(ctx)
+    rows = store.sessions(limit)
+    if json:
+        _dump([s.model_dump(mode="json") | {"nodes": len(store.index(s.id))} for s in rows])
+        return
+    table = Table("session", "title", "updated", "nodes", "tips", "spawned from")
+    for s in rows:
+        st = store.stats(s.id)
+        table.add_row(
+            s.id,
+            escape(s.title[:40]),
+            s.updated_at.strftime("%Y-%m-%d %H:%M"),
+            str(st.nodes),
+            str(st.live_tips),
+            s.parent_session or "",
+        )
+    console.print(table)
+
+
+def render_tree(store: BaseStore, session: Session) -> Tree:
+    """Render a session as a rich tree.
+
+    Chains are drawn flat and each fork opens a sub-tree; the head, rewound nodes, summaries (with the
+    number of nodes they cover), spawned sessions and markers per provider are shown on their nodes.
+    """
+    idx = store.index(session.id)
+    nodes = {n.id: n for n in store.nodes(session.id, list(idx.pred))}
+    st = store.stats(session.id)
+    tree = Tree(
+        f"[bold]{escape(session.id)}[/] {escape(session.title)}  "
+        f"[dim]{st.nodes} nodes, {st.roots} roots, {st.forks} forks, {st.rewound} rewound, "
+        f"{st.summaries} summaries, {st.live_tips} live tips, {st.spawned} spawned[/]"
+    )
+    spawned: dict[str, list[Session]] = {}
+    for child in store.spawns(session.id):
+        if child.spawned_from:
+            spawned.setdefault(child.spawned_from, []).append(child)
+    kids = idx.children
+
+    def line(n: str) -> str:
+        node = nodes[n]
+        b = idx.bits[n]
+        kind = ("message", "summary", "event")[b & KIND_MASK]
+        label = f"[cyan]{node.role.value}[/]" if kind == "message" else f"[magenta]{kind}[/]"
+        text = f"{label} [dim]{short(n)}[/] {escape(_preview(node))}"
+        if node.covers:
+            text += f" [magenta](covers {len(node.covers)})[/]"
+        if b & REWOUND:
+            text = f"[strike dim]{text}[/] [red]rewound[/]"
+        for provider, value in sorted(node.written.items()):
+            text += f" [green]✓{escape(provider)}={escape(value[:8])}[/]"
+        for child in spawned.get(n, []):
+            text += f" [yellow]→ spawned {escape(short(child.id))}[/]"
+        if n == idx.head:
+            text += " [bold yellow]◀ head[/]"
+        return text
+
+    def chain(branch: Tree, start: str) -> None:
+        stack = [(branch, start)]
+        while stack:
+            at, n = stack.pop()
+            while True:
+                at.add(line(n))
+                below = kids.get(n, [])
+                if len(below) == 1:
+                    n = below[0]
+                    continue
+                for child in reversed(below):
+                    stack.append((at.add(f"[bold blue]fork[/] [dim]after {short(n)}[/]"), child))
+                break
+
+    for root in (n for n, p in idx.pred.items() if p is None):
+        chain(tree, root)
+    return tree
+
+
+@app.command()
+def show(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session id (or a unique prefix).")],
+    json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Show a session's tree: forks, rewound nodes, summaries, the head and markers per provider."""
+    store = open_store(ctx)
+    s = resolve_session(store, session)
+    if json:
+        idx = store.index(s.id)
+        _dump(
+            {
+                "session": s.model_dump(mode="json"),
+                "stats": store.stats(s.id)._asdict(),
+                "tips": store.tips(s.id),
+                "spawned": [c.id for c in store.spawns(s.id)],
+                "nodes": [node_json(n) for n in store.nodes(s.id, list(idx.pred))],
+            }
+        )
+        return
+    console.print(render_tree(store, s))
+
+
+@app.command()
+def pending(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session id (or a unique prefix).")],
+    provider: Annotated[str, typer.Option(help="The consumer's name.")] = "memory",
+    value: Annotated[
+        str, typer.Option(help="The consumer's store id (the marker value).")
+    ] = "default",
+    head: Annotated[str | None, typer.Option(help="Walk from this node, not the head.")] = None,
+    tips: Annotated[bool, typer.Option("--tips", help="Every live tip, the head first.")] = False,
+    json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Show the turns PROVIDER has not written yet (walking back from the head to its newest marker)."""
+    store = open_store(ctx)
+    s = resolve_session(store, session)
+    if tips:
+        groups = [(t, ns) for t, ns in store.pending_by_tip(s.id, provider, value)]
+    else:
+        groups = [(head or s.head, store.pending(s.id, provider, value, head=head))]
+    if json:
+        _dump([{"tip": t, "pending": [node_json(n) for n in ns]} for t, ns in groups])
+        return
+    for tip, ns in groups:
+        table = Table(title=f"pending for {provider}={value} at {tip}", title_justify="left")
+        table.add_column("#", justify="right")
+        for col in ("node", "role", "text"):
+            table.add_column(col)
+        for i, n in enumerate(ns, 1):
+            table.add_row(str(i), n.id, n.role.value, escape(_preview(n, 80)))
+        console.print(table)
+        console.print(f"{len(ns)} pending")
+
+
+@app.command()
+def mark(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session id (or a unique prefix).")],
+    nodes: Annotated[list[str] | None, typer.Argument(help="Node ids to mark.")] = None,
+    provider: Annotated[str, typer.Option(help="The consumer's name.")] = "memory",
+    value: Annotated[
+        str, typer.Option(help="The consumer's store id (the marker value).")
+    ] = "default",
+    all_pending: Annotated[
+        bool, typer.Option("--pending", help="Mark everything pending at the head.")
+    ] = False,
+) -> None:
+    """Write PROVIDER's marker on NODES (or on everything pending at the head)."""
+    store = open_store(ctx)
+    s = resolve_session(store, session)
+    ids = list(nodes or [])
+    if all_pending:
+        ids += store.pending_ids(s.id, provider, value)
+    n = store.mark(s.id, ids, provider, value)
+    console.print(f"marked {n} node(s) for {provider}={value}")
+
+
+def main() -> None:
+    """Run the command line, with the commands registered through entry points."""
+    for ep in entry_points(group="sessiongraph.cli"):
+        ep.load()(app)
+    try:
+        app()
+    except GraphError as e:
+        err.print(f"[red]error:[/] {escape(str(e))}")
+        raise SystemExit(1) from None

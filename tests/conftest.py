@@ -1,0 +1,44 @@
+"""Shared fixtures and the hypothesis profiles.
+
+Profiles, chosen with ``HYPOTHESIS_PROFILE``: ``ci`` (bounded, the default, keeps the suite fast on two
+cores), ``deep`` (many more examples, for a long local run).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from graph import MemorySessionStore, SessionStore
+from graph.store import BaseStore
+
+settings.register_profile(
+    "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "deep", max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+"""The shared corpus of real transcripts (present beside the repository, never copied into it)."""
+
+
+@pytest.fixture
+def corpus() -> Path:
+    """The corpus directory; skips the test when it is absent."""
+    if not CORPUS.is_dir():
+        pytest.skip(f"the shared corpus is not at {CORPUS} (it lives beside the repository)")
+    return CORPUS
+
+
+@pytest.fixture(params=["sqlite", "memory"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseStore]:
+    """Each store twin in turn: the SQLite store on a temporary file, and the in-memory twin."""
+    s: BaseStore = SessionStore(tmp_path / "store.db") if request.param == "sqlite" else MemorySessionStore()
+    yield s
+    s.close()
