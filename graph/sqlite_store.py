@@ -354,6 +354,17 @@ class SessionStore(BaseStore):
         ).fetchone()
         return int(row[0])
 
+    def _advance(self, session_id: str, field: str, table: str) -> None:
+        """Move the cached index's ``field`` (a ``*_seq``) past the rows this store just wrote.
+
+        Writes run under the write lock on an index refreshed at the start of the transaction, so
+        every earlier row of the session is already in it; the next refresh then starts after ours.
+        """
+        idx = self._cache.get(session_id)
+        if idx is not None:
+            (seq,) = self.conn.execute(f"SELECT max(seq) FROM {table}").fetchone()
+            setattr(idx, field, seq)
+
     def _db_insert_nodes(self, rows: Sequence[NodeRow]) -> None:
         with _translated():
             self.conn.executemany(
@@ -361,6 +372,7 @@ class SessionStore(BaseStore):
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [r[:7] for r in rows],
             )
+            self._advance(rows[0].session_id, "node_seq", "nodes")
             links = [(r.id, i, c) for r in rows for i, c in enumerate(r.covers)]
             if links:
                 self.conn.executemany(
@@ -401,6 +413,7 @@ class SessionStore(BaseStore):
                 " VALUES (?, ?, ?, ?)",
                 [(session_id, n, provider, value) for n in ids],
             )
+            self._advance(session_id, "mark_seq", "marks")
             return self._bump(session_id)
 
     def _db_insert_rewound(self, session_id: str, ids: Sequence[str]) -> None:
@@ -409,6 +422,7 @@ class SessionStore(BaseStore):
                 "INSERT OR IGNORE INTO rewound (session_id, node_id) VALUES (?, ?)",
                 [(session_id, n) for n in ids],
             )
+            self._advance(session_id, "rewound_seq", "rewound")
 
 
 def _chunks(ids: Sequence[str]) -> Iterator[list[str]]:

@@ -39,6 +39,8 @@ def corpus() -> Path:
 @pytest.fixture(params=["sqlite", "memory"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseStore]:
     """Each store twin in turn: the SQLite store on a temporary file, and the in-memory twin."""
-    s: BaseStore = SessionStore(tmp_path / "store.db") if request.param == "sqlite" else MemorySessionStore()
+    s: BaseStore = (
+        SessionStore(tmp_path / "store.db") if request.param == "sqlite" else MemorySessionStore()
+    )
     yield s
     s.close()
