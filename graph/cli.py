@@ -141,7 +141,7 @@ def render_tree(store: BaseStore, session: Session) -> Tree:
     number of nodes they cover), spawned sessions and markers per provider are shown on their nodes.
     """
     idx = store.index(session.id)
-    nodes = {n.id: n for n in store.nodes(session.id, list(idx.pred))}
+    nodes: dict[str, Node] = {n.id: n for n in store.nodes(session.id, list(idx.pred))}
     st = store.stats(session.id)
     tree = Tree(
         f"[bold]{escape(session.id)}[/] {escape(session.title)}  "
@@ -231,7 +231,9 @@ def pending(
     store = open_store(ctx)
     s = resolve_session(store, session)
     if tips:
-        groups = [(t, ns) for t, ns in store.pending_by_tip(s.id, provider, value)]
+        groups: list[tuple[str | None, list[Node]]] = list(
+            store.pending_by_tip(s.id, provider, value)
+        )
     else:
         groups = [(head or s.head, store.pending(s.id, provider, value, head=head))]
     if json:

@@ -42,7 +42,10 @@ def encode(data: Any) -> bytes:
         CodecError: ``data`` holds a value outside the allow-list (a datetime, a set, an object).
     """
     try:
-        return msgpack.packb({"v": FORMAT_VERSION, "d": data}, default=_default, use_bin_type=True)
+        packed: bytes = msgpack.packb(
+            {"v": FORMAT_VERSION, "d": data}, default=_default, use_bin_type=True
+        )
+        return packed
     except (TypeError, ValueError, OverflowError) as e:
         if isinstance(e, CodecError):
             raise

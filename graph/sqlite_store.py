@@ -84,7 +84,7 @@ class SessionStore(BaseStore):
     def _migrate(self) -> None:
         with self.atomic():
             version = 0
-            if self.db["meta"].exists():
+            if self.db.table("meta").exists():
                 row = self.conn.execute(
                     "SELECT value FROM meta WHERE key='schema_version'"
                 ).fetchone()
@@ -96,8 +96,8 @@ class SessionStore(BaseStore):
 
     def _create_v1(self) -> None:
         db = self.db
-        db["meta"].create({"key": str, "value": str}, pk="key")
-        db["sessions"].create(
+        db.table("meta").create({"key": str, "value": str}, pk="key")
+        db.table("sessions").create(
             {
                 "id": str,
                 "title": str,
@@ -113,9 +113,9 @@ class SessionStore(BaseStore):
             not_null={"created_at", "updated_at", "rev"},
             defaults={"rev": 0, "title": ""},
         )
-        db["sessions"].create_index(["updated_at"], index_name="sessions_by_update")
-        db["sessions"].create_index(["parent_session"], index_name="sessions_by_parent")
-        db["nodes"].create(
+        db.table("sessions").create_index(["updated_at"], index_name="sessions_by_update")
+        db.table("sessions").create_index(["parent_session"], index_name="sessions_by_parent")
+        db.table("nodes").create(
             {
                 "seq": int,
                 "id": str,
@@ -129,12 +129,12 @@ class SessionStore(BaseStore):
             pk="seq",
             not_null={"id", "session_id", "bits", "created_at", "content"},
         )
-        db["nodes"].create_index(["id"], index_name="nodes_by_id", unique=True)
+        db.table("nodes").create_index(["id"], index_name="nodes_by_id", unique=True)
         # Covering index: a rebuild or refresh reads this index alone, never the payload pages.
-        db["nodes"].create_index(
+        db.table("nodes").create_index(
             ["session_id", "seq", "id", "predecessor", "bits"], index_name="nodes_walk"
         )
-        db["covers"].create(
+        db.table("covers").create(
             {"summary_id": str, "position": int, "node_id": str},
             pk=("summary_id", "position"),
         )
@@ -145,13 +145,13 @@ class SessionStore(BaseStore):
             " node_id TEXT NOT NULL, provider TEXT NOT NULL, value TEXT NOT NULL,"
             " UNIQUE (node_id, provider))"
         )
-        db["marks"].create_index(["session_id", "seq"], index_name="marks_by_session")
+        db.table("marks").create_index(["session_id", "seq"], index_name="marks_by_session")
         db.execute(
             "CREATE TABLE rewound (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
             " session_id TEXT NOT NULL, node_id TEXT NOT NULL UNIQUE)"
         )
-        db["rewound"].create_index(["session_id", "seq"], index_name="rewound_by_session")
-        db["meta"].upsert({"key": "schema_version", "value": str(SCHEMA_VERSION)}, pk="key")
+        db.table("rewound").create_index(["session_id", "seq"], index_name="rewound_by_session")
+        db.table("meta").upsert({"key": "schema_version", "value": str(SCHEMA_VERSION)}, pk="key")
 
     @property
     def schema_version(self) -> int:
@@ -389,7 +389,7 @@ class SessionStore(BaseStore):
                     f" FROM nodes WHERE id IN ({','.join('?' * len(chunk))})",
                     chunk,
                 ):
-                    out[r[0]] = NodeRow(*r, ())
+                    out[r[0]] = NodeRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], ())
                     if r[3] & 3 == 1:
                         summaries.append(r[0])
             for chunk in _chunks(summaries):

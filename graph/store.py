@@ -219,13 +219,15 @@ class BaseStore(ABC):
         if self._db_changed():
             for idx in self._cache.values():
                 idx.stale = True
-        idx = self._cache.get(session_id)
-        if idx is None:
+        cached = self._cache.get(session_id)
+        if cached is None:
             idx = SessionIndex(session_id)
             self._db_catch_up(idx)
             self._cache[session_id] = idx
-        elif idx.stale:
-            self._db_catch_up(idx)
+        else:
+            idx = cached
+            if idx.stale:
+                self._db_catch_up(idx)
         idx.stale = False
         return idx
 
@@ -646,13 +648,13 @@ class BaseStore(ABC):
         return Node.model_construct(
             id=NodeId(row.id),
             session_id=SessionId(row.session_id),
-            predecessor=row.predecessor,
+            predecessor=NodeId(row.predecessor) if row.predecessor is not None else None,
             kind=Kind(("message", "summary", "event")[row.bits & KIND_MASK]),
             role=Role(("user", "assistant", "system", "tool")[(row.bits >> 2) & 3]),
             content=decode_content(row.content),
             created_at=from_micros(row.created_at),
             metadata=meta,
-            covers=row.covers,
+            covers=tuple(NodeId(c) for c in row.covers),
         )
 
     def node(self, node_id: str) -> Node:
