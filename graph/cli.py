@@ -282,3 +282,7 @@ def main() -> None:
     except GraphError as e:
         err.print(f"[red]error:[/] {escape(str(e))}")
         raise SystemExit(1) from None
+
+
+if __name__ == "__main__":
+    main()
