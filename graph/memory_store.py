@@ -120,7 +120,7 @@ class MemorySessionStore(BaseStore):
         s = self._sessions[session_id]
         s["head"] = head
         if updated_at is not None:
-            s["updated_at"] = updated_at
+            s["updated_at"] = max(s["updated_at"], updated_at)
         s["rev"] += 1
         return int(s["rev"])
 

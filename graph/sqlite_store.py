@@ -343,7 +343,8 @@ class SessionStore(BaseStore):
                 ).fetchone()
             else:
                 row = self.conn.execute(
-                    "UPDATE sessions SET head=?, updated_at=?, rev=rev+1 WHERE id=? RETURNING rev",
+                    "UPDATE sessions SET head=?, updated_at=max(updated_at, ?), rev=rev+1"
+                    " WHERE id=? RETURNING rev",
                     (head, updated_at, session_id),
                 ).fetchone()
         return int(row[0])

@@ -185,7 +185,10 @@ class BaseStore(ABC):
 
     @abstractmethod
     def _db_update_session(self, session_id: str, head: str | None, updated_at: int | None) -> int:
-        """Set the head (and ``updated_at`` unless None), bump the change counter, return it."""
+        """Set the head and bump the change counter; return the counter.
+
+        ``updated_at`` (microseconds), unless None, raises the session's ``updated_at`` to at least it.
+        """
 
     @abstractmethod
     def _db_insert_nodes(self, rows: Sequence[NodeRow]) -> None:
@@ -454,8 +457,6 @@ class BaseStore(ABC):
         if ordered:
             self._db_insert_nodes(ordered)
         newest = max((r.created_at for r in ordered), default=None)
-        if newest is not None:
-            newest = max(newest, to_micros(self.session(sid).updated_at))
         new_head = idx.head if head is HEAD else head
         idx.rev = self._db_update_session(sid, new_head, newest)
         for r in ordered:
