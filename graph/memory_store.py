@@ -116,6 +116,15 @@ class MemorySessionStore(BaseStore):
         self._marks[session.id] = {}
         self._rewound[session.id] = set()
 
+    def _db_set_session_info(
+        self, session_id: str, title: str | None, metadata: dict[str, Any] | None
+    ) -> None:
+        s = self._sessions[session_id]
+        if title is not None:
+            s["title"] = title
+        if metadata is not None:
+            s["metadata"] = copy.deepcopy(metadata)
+
     def _db_update_session(self, session_id: str, head: str | None, updated_at: int | None) -> int:
         s = self._sessions[session_id]
         s["head"] = head

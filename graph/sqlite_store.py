@@ -334,6 +334,17 @@ class SessionStore(BaseStore):
         except sqlite3.Error as e:
             raise StoreError(f"sqlite: {e}") from e
 
+    def _db_set_session_info(
+        self, session_id: str, title: str | None, metadata: dict[str, Any] | None
+    ) -> None:
+        with _translated():
+            if title is not None:
+                self.conn.execute("UPDATE sessions SET title=? WHERE id=?", (title, session_id))
+            if metadata is not None:
+                self.conn.execute(
+                    "UPDATE sessions SET metadata=? WHERE id=?", (encode(metadata), session_id)
+                )
+
     def _db_update_session(self, session_id: str, head: str | None, updated_at: int | None) -> int:
         with _translated():
             if updated_at is None:

@@ -184,6 +184,12 @@ class BaseStore(ABC):
         """Insert a new session (raises DuplicateSessionError)."""
 
     @abstractmethod
+    def _db_set_session_info(
+        self, session_id: str, title: str | None, metadata: dict[str, Any] | None
+    ) -> None:
+        """Replace the title and/or metadata (None leaves it); never touches ``updated_at``."""
+
+    @abstractmethod
     def _db_update_session(self, session_id: str, head: str | None, updated_at: int | None) -> int:
         """Set the head and bump the change counter; return the counter.
 
@@ -297,6 +303,29 @@ class BaseStore(ABC):
             UnknownSessionError: no such session.
         """
         return self._db_session(session_id)
+
+    def update_session(
+        self,
+        session_id: str,
+        *,
+        title: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Session:
+        """Replace a session's title and/or metadata and return the session.
+
+        Importers keep a grown transcript's header and non-node entries here. A metadata-only write: ``updated_at`` and the head do not change. None leaves a field as it is.
+
+        Raises:
+            UnknownSessionError: no such session.
+            CodecError: metadata holds a value outside the codec's allow-list.
+        """
+        meta = None if metadata is None else dict(metadata)
+        if meta is not None:
+            encode(meta)
+        with self.atomic():
+            self._db_session(session_id)
+            self._db_set_session_info(session_id, title, meta)
+            return self._db_session(session_id)
 
     def sessions(self, limit: int | None = None) -> list[Session]:
         """Return sessions most recently updated first (at most ``limit``)."""
