@@ -1,0 +1,256 @@
+"""Session look-up for agents: recent sessions, one session, a bounded window of its transcript, its latest message.
+
+This is the first layer of cross-session memory in seed 000 (section 1): not a memory store, but the
+saved sessions themselves, looked up on demand. Each action is a thin, read-only function over a
+:class:`~graph.store.BaseStore`, and each answer is bounded (DESIGN.md 6):
+
+* :func:`recent_sessions` lists at most :data:`~memory.caps.LOOKUP_MAX_SESSIONS` (30) sessions, most
+  recently updated first;
+* :func:`read_transcript` returns a window of at most :data:`~memory.caps.LOOKUP_MAX_MESSAGES` (30)
+  messages, :data:`~memory.caps.LOOKUP_DEFAULT_MESSAGES` (10) by default, with the total and a plain
+  sentence saying when older messages were not returned, so an agent reports that instead of guessing.
+
+A session's *transcript* is the messages (nodes of kind ``message``, every role) on the branch of its
+head, root first: rewound nodes are not on it, and compaction summaries and events are not messages. In
+the sibling layout the covered nodes are not on the summary's branch either, so they are not counted.
+
+Unknown ids raise the graph's own errors (:class:`~graph.errors.UnknownSessionError`,
+:class:`~graph.errors.UnknownNodeError`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+
+from graph.errors import NotOnBranchError, UnknownNodeError
+from graph.ids import NodeId, SessionId
+from graph.index import KIND_MASK, REWOUND, SessionIndex, node_bits
+from graph.models import Kind, Node, Role
+from graph.store import BaseStore
+from graph.walks import branch_ids, live_tips
+from memory.caps import LOOKUP_DEFAULT_MESSAGES, LOOKUP_MAX_MESSAGES, LOOKUP_MAX_SESSIONS
+
+__all__ = [
+    "SessionInfo",
+    "TranscriptWindow",
+    "clamp_count",
+    "latest_message",
+    "open_session",
+    "read_transcript",
+    "recent_sessions",
+]
+
+_MESSAGE = node_bits(Kind.MESSAGE, Role.USER, empty=False, scheduled=False) & KIND_MASK
+"""The kind code of a message in the index's bits."""
+
+_frozen = ConfigDict(frozen=True, extra="forbid")
+
+
+class SessionInfo(BaseModel):
+    """One session as the look-up actions describe it."""
+
+    model_config = _frozen
+    id: SessionId
+    """The session id."""
+    title: str
+    """The human title (possibly empty)."""
+    created_at: datetime
+    """When the session was created (UTC)."""
+    updated_at: datetime
+    """When content was last appended (UTC); recent sessions are ordered by it, newest first."""
+    head: NodeId | None
+    """The node the session continues from; None while it is empty."""
+    messages: int
+    """Messages on the head's branch (the transcript's length, as :func:`read_transcript` counts it)."""
+    live_tips: tuple[NodeId, ...]
+    """The live tips, newest first: more than one when the conversation forked."""
+    parent_session: SessionId | None = None
+    """For a spawned sub-agent session: the session that spawned it."""
+
+
+class TranscriptWindow(BaseModel):
+    """A bounded window of a session's transcript (its head's messages), as :func:`read_transcript` returns it."""
+
+    model_config = _frozen
+    session_id: SessionId
+    """The session read."""
+    head: NodeId | None
+    """The head whose branch was read."""
+    messages: tuple[Node, ...]
+    """The messages returned, oldest first: the newest ``count`` before ``before`` (or the head)."""
+    total: int
+    """Every message on the head's branch."""
+    returned: int
+    """How many messages were returned (``len(messages)``)."""
+    count: int
+    """The window size used, after clamping to 1..30."""
+    requested: int | None
+    """The count the caller asked for (None when it did not say)."""
+    older: int
+    """Messages older than the window that were not returned; the first message returned is number
+    ``older + 1`` of ``total``."""
+    newer: int
+    """Messages newer than the window that were not returned (only when ``before`` was given)."""
+    before: NodeId | None
+    """The node the window ends before, as given (None: the window ends at the head)."""
+    note: str
+    """A plain sentence saying what was returned and, when older messages were left out, that they were."""
+
+    @property
+    def older_omitted(self) -> bool:
+        """Whether older messages exist that this window did not return."""
+        return self.older > 0
+
+    @property
+    def next_before(self) -> NodeId | None:
+        """The id to pass as ``before`` to read the older messages, or None when there are none."""
+        return self.messages[0].id if self.older and self.messages else None
+
+
+def clamp_count(count: int | None) -> int:
+    """Return the window size a transcript read uses for ``count``.
+
+    None gives :data:`~memory.caps.LOOKUP_DEFAULT_MESSAGES` (10); anything below 1 gives 1; anything
+    above :data:`~memory.caps.LOOKUP_MAX_MESSAGES` (30) gives 30 (seed 000, section 1).
+    """
+    if count is None:
+        return LOOKUP_DEFAULT_MESSAGES
+    return max(1, min(int(count), LOOKUP_MAX_MESSAGES))
+
+
+def _messages_of(index: SessionIndex, ids: list[str]) -> list[str]:
+    """The message ids among ``ids``, in order (read from the index, no payload decoded)."""
+    bits = index.bits
+    return [n for n in ids if bits[n] & KIND_MASK == _MESSAGE]
+
+
+def _info(store: BaseStore, session_id: str) -> SessionInfo:
+    session = store.session(session_id)
+    index = store.index(session_id)
+    return SessionInfo(
+        id=session.id,
+        title=session.title,
+        created_at=session.created_at,
+        updated_at=session.updated_at,
+        head=session.head,
+        messages=len(_messages_of(index, branch_ids(index, index.head))),
+        live_tips=tuple(NodeId(t) for t in live_tips(index)),
+        parent_session=session.parent_session,
+    )
+
+
+def recent_sessions(store: BaseStore, limit: int | None = LOOKUP_MAX_SESSIONS) -> list[SessionInfo]:
+    """List the most recently updated sessions, newest first.
+
+    Args:
+        store: The session store.
+        limit: How many, clamped to 1..30 (:data:`~memory.caps.LOOKUP_MAX_SESSIONS`); None means 30.
+
+    Returns:
+        At most ``limit`` sessions, ordered by ``updated_at`` newest first (head moves, markers and rewinds
+        do not change it). Spawned sub-agent sessions are listed too, with their ``parent_session``.
+    """
+    n = LOOKUP_MAX_SESSIONS if limit is None else max(1, min(int(limit), LOOKUP_MAX_SESSIONS))
+    return [_info(store, s.id) for s in store.sessions(n)]
+
+
+def open_session(store: BaseStore, session_id: str) -> SessionInfo:
+    """Open one session by id: its title, times, head, transcript length and live tips.
+
+    Raises:
+        UnknownSessionError: no session has this id.
+    """
+    return _info(store, session_id)
+
+
+def _note(window_end: str, total: int, returned: int, older: int, newer: int) -> str:
+    if total == 0:
+        return "The session has no messages."
+    if returned == 0:
+        return f"No messages precede {window_end}; all {total} messages are newer."
+    where = "on the head's branch" if not newer else f"before {window_end}"
+    if not older:
+        shown = f"all {returned} messages" if not newer else f"the oldest {returned} messages"
+        return f"Returned {shown} {where}; there are no older messages."
+    first = older + 1
+    last = older + returned
+    return (
+        f"Returned messages {first}-{last} of {total}; {older} older "
+        f"message{'s were' if older != 1 else ' was'} not returned. Read again with before set to the "
+        f"oldest message returned to see them."
+    )
+
+
+def read_transcript(
+    store: BaseStore,
+    session_id: str,
+    count: int | None = LOOKUP_DEFAULT_MESSAGES,
+    before: str | None = None,
+) -> TranscriptWindow:
+    """Read a bounded window of the session's transcript: the newest ``count`` messages of its head's branch.
+
+    Only the returned messages' payloads are read; the count of the rest comes from the index.
+
+    Args:
+        store: The session store.
+        session_id: The session.
+        count: How many messages, clamped to 1..30 (0 and negatives give 1, above 30 gives 30); None or
+            left out gives 10 (seed 000, section 1; :func:`clamp_count`).
+        before: A node on the head's branch: the window ends just before it, to page back through older
+            messages (pass :attr:`TranscriptWindow.next_before`). None: the window ends at the head.
+
+    Returns:
+        The messages oldest first, with the session id, the total on the branch, how many were returned,
+        how many older ones were left out, and a sentence saying so.
+
+    Raises:
+        UnknownSessionError: no session has this id.
+        UnknownNodeError: ``before`` is not a node of the session.
+        NotOnBranchError: ``before`` is a node of the session but not on its head's branch.
+    """
+    n = clamp_count(count)
+    index = store.index(session_id)
+    branch = branch_ids(index, index.head)
+    ids = _messages_of(index, branch)
+    end = len(ids)
+    if before is not None:
+        if before not in index.pred:
+            raise UnknownNodeError(before, session_id)
+        if before not in branch:
+            raise NotOnBranchError(before, index.head)
+        end = len(_messages_of(index, branch[: branch.index(before)]))
+    start = max(0, end - n)
+    window = ids[start:end]
+    messages = store.nodes(session_id, window) if window else []
+    return TranscriptWindow(
+        session_id=SessionId(session_id),
+        head=NodeId(index.head) if index.head else None,
+        messages=tuple(messages),
+        total=len(ids),
+        returned=len(messages),
+        count=n,
+        requested=count,
+        older=start,
+        newer=len(ids) - end,
+        before=NodeId(before) if before else None,
+        note=_note(f"node {before}", len(ids), len(messages), start, len(ids) - end)
+        + (f" The count {count} was clamped to {n}." if count is not None and count != n else ""),
+    )
+
+
+def latest_message(store: BaseStore, session_id: str) -> Node | None:
+    """Return the newest message on the session's head's branch, or None when it has no message.
+
+    Raises:
+        UnknownSessionError: no session has this id.
+    """
+    index = store.index(session_id)
+    bits, pred = index.bits, index.pred
+    n = index.head
+    while n is not None:
+        if bits[n] & KIND_MASK == _MESSAGE and not bits[n] & REWOUND:
+            return store.nodes(session_id, [n])[0]
+        n = pred[n]
+    return None
