@@ -32,7 +32,11 @@ __all__ = [
     "forked_nodes",
     "forked_plan",
     "mark_prefix",
+    "pending_store",
 ]
+
+PENDING = 10
+"""Unwritten eligible nodes left at the head of the pending benchmark's session."""
 
 BATCH = 50_000
 """Nodes per ``add_nodes`` transaction when building large sessions."""
@@ -131,6 +135,20 @@ def mark_prefix(
     for i in range(0, len(todo), BATCH):
         store.mark(plan.session_id, todo[i : i + BATCH], provider, value)
     return left
+
+
+def pending_store(directory: Path, n: int) -> tuple[SessionStore, Forked, list[str]]:
+    """The store of :mod:`bench_pending` and :mod:`bench_mark`: session ``"p"``, a forked session of
+    ``n`` chain nodes whose eligible nodes carry ``written["memory"] = "ws"`` except the last 10
+    eligible chain nodes at the head. Returns the store, the plan and the 10 unwritten ids."""
+    store, done = cached_store(directory, f"pending-{n}.db")
+    plan = forked_plan("p", n)
+    if not done:
+        build_forked(store, "p", n)
+        mark_prefix(store, plan, "memory", "ws", PENDING)
+        finish_build(store)
+    unwritten = [e for e in plan.eligible[-(2 * PENDING + 100) :] if "/" not in e][-PENDING:]
+    return store, plan, unwritten
 
 
 def cached_store(directory: Path, name: str) -> tuple[SessionStore, bool]:

@@ -98,6 +98,25 @@ class SessionStats(NamedTuple):
     """Sessions spawned from this one."""
 
 
+_KIND_OF = (Kind.MESSAGE, Kind.SUMMARY, Kind.EVENT)  # the kind codes of graph.index.node_bits
+_ROLE_OF = (Role.USER, Role.ASSISTANT, Role.SYSTEM, Role.TOOL)
+_NODE_FIELDS = tuple(Node.model_fields)
+
+
+def _construct_node(values: dict[str, Any]) -> Node:
+    """Return ``Node.model_construct(**values)`` for values holding every field, in field order.
+
+    It sets what ``model_construct`` sets (the field dict, all fields set, no extra, no private) without
+    its per-field alias and default look-ups, which cost most of a stored node's read time.
+    """
+    node = Node.__new__(Node)
+    object.__setattr__(node, "__dict__", values)
+    object.__setattr__(node, "__pydantic_fields_set__", set(_NODE_FIELDS))
+    object.__setattr__(node, "__pydantic_extra__", None)
+    object.__setattr__(node, "__pydantic_private__", None)
+    return node
+
+
 def _row_of(node: Node) -> NodeRow:
     meta = {k: v for k, v in node.metadata.items() if k not in ("written", "rewound")}
     bits = node_bits(
@@ -675,16 +694,18 @@ class BaseStore(ABC):
             meta["written"] = written
         if idx.bits.get(row.id, 0) & REWOUND:
             meta["rewound"] = True
-        return Node.model_construct(
-            id=NodeId(row.id),
-            session_id=SessionId(row.session_id),
-            predecessor=NodeId(row.predecessor) if row.predecessor is not None else None,
-            kind=Kind(("message", "summary", "event")[row.bits & KIND_MASK]),
-            role=Role(("user", "assistant", "system", "tool")[(row.bits >> 2) & 3]),
-            content=decode_content(row.content),
-            created_at=from_micros(row.created_at),
-            metadata=meta,
-            covers=tuple(NodeId(c) for c in row.covers),
+        return _construct_node(
+            {
+                "id": row.id,
+                "session_id": row.session_id,
+                "predecessor": row.predecessor,
+                "kind": _KIND_OF[row.bits & KIND_MASK],
+                "role": _ROLE_OF[(row.bits >> 2) & 3],
+                "content": decode_content(row.content),
+                "created_at": from_micros(row.created_at),
+                "metadata": meta,
+                "covers": row.covers,
+            }
         )
 
     def node(self, node_id: str) -> Node:

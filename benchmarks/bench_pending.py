@@ -1,0 +1,145 @@
+"""``pending()`` by the marker walk, against the id-set oracle, the ordinal cursor and a bare dict walk.
+
+Subjects (issue 7, item 2): a branch of 1e3..1e5 chain nodes (1e6 in full mode) with a side branch of
+three turns forking every 100 nodes, every eligible node written by the consumer (the side branches
+too: each was the head once) except the 10 newest at the head. For each size:
+
+* bare dict walk: the floor, an inline loop over the index's plain dicts that stops at the first
+  marker, over the same nodes the marker walk visits;
+* ``graph.walks.walk_pending`` on the cached index (the marker walk alone);
+* ``store.pending_ids``: the walk plus the index freshness check (one ``PRAGMA data_version``);
+* ``store.pending``: the same, plus reading and decoding the 10 pending nodes' payloads;
+* the id-set oracle: the set of written ids, tested against every node of the branch;
+* the ordinal cursor: "written up to position k of the branch"; k counts what the consumer wrote,
+  side branches included, so after forks it points past the head and returns nothing (wrong).
+
+The note column says how many nodes each returned; the right answer is 10.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _gen import PENDING, pending_store  # noqa: E402
+from _harness import Bench, parse_args, scratch_dir  # noqa: E402
+
+from graph import MEMORY_ELIGIBLE, walks  # noqa: E402
+from graph.index import SessionIndex  # noqa: E402
+
+try:  # the reference cursors (DESIGN.md 4), when present
+    from graph.cursors import IdSetCursor, OrdinalCursor  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - fallback until graph.cursors lands
+    IdSetCursor = OrdinalCursor = None
+
+
+def _ordinal(index: SessionIndex, head: str, position: int) -> list[str]:
+    """The ordinal cursor: the eligible nodes of the branch after its first ``position``."""
+    if OrdinalCursor is not None:
+        return list(OrdinalCursor(position).pending_ids(index, head, MEMORY_ELIGIBLE))
+    test, bits = MEMORY_ELIGIBLE.test, index.bits
+    return [n for n in walks.branch_ids(index, head) if test(bits[n])][position:]
+
+
+def _id_set(index: SessionIndex, head: str, written: set[str]) -> list[str]:
+    """The id-set oracle: every eligible node of the branch whose id is not in ``written``."""
+    if IdSetCursor is not None:
+        return list(IdSetCursor(written).pending_ids(index, head, MEMORY_ELIGIBLE))
+    test, bits, pred = MEMORY_ELIGIBLE.test, index.bits, index.pred
+    out: list[str] = []
+    n: str | None = head
+    while n is not None:
+        if test(bits[n]) and n not in written:
+            out.append(n)
+        n = pred[n]
+    out.reverse()
+    return out
+
+
+def _run(bench: Bench, directory: Path, n: int) -> None:
+    with bench.timed(f"generate {n:.0e}"):
+        store, plan, unwritten = pending_store(directory, n)
+    index = store.index("p")
+    head = plan.head
+    pm = index.marks["memory"]
+    written = {k for k, v in pm.items() if v == "ws"}
+    mask, codes = MEMORY_ELIGIBLE.mask, MEMORY_ELIGIBLE.codes
+    pred, bits = index.pred, index.bits
+
+    def bare() -> list[str]:
+        out: list[str] = []
+        node: str | None = head
+        while node is not None:
+            if bits[node] & mask in codes:
+                if pm.get(node) == "ws":
+                    break
+                out.append(node)
+            node = pred[node]
+        out.reverse()
+        return out
+
+    runs = {
+        "bare dict walk (floor)": bare,
+        "walks.walk_pending(index)": lambda: (
+            walks.walk_pending(index, head, "memory", "ws", MEMORY_ELIGIBLE).ids
+        ),
+        "store.pending_ids": lambda: store.pending_ids("p", "memory", "ws"),
+        "store.pending (reads 10 nodes)": lambda: store.pending("p", "memory", "ws"),
+        "id-set oracle": lambda: _id_set(index, head, written),
+        "ordinal cursor": lambda: _ordinal(index, head, len(written)),
+    }
+    visited = walks.walk_pending(index, head, "memory", "ws", MEMORY_ELIGIBLE).visited
+    for name, fn in runs.items():
+        got = fn()
+        ids = [g if isinstance(g, str) else g.id for g in got]
+        right = ids == unwritten
+        note = f"returned {len(ids)}" + ("" if right else f" (WRONG, expected {PENDING})")
+        if name.startswith("bare"):
+            note += f"; walks {visited} nodes"
+        bench.measure("pending, 10 unwritten at the head", name, n, fn, note=note)
+    store.close()
+
+
+def main(argv: list[str] | None = None) -> dict[str, object]:
+    """Run the pending benchmarks and return the JSON-shaped results."""
+    args = parse_args(__doc__.splitlines()[0], argv)
+    sizes = [1_000, 10_000, 100_000] if args.quick else [1_000, 10_000, 100_000, 1_000_000]
+    bench = Bench("pending()", args.quick, args.repeats)
+    g = "pending, 10 unwritten at the head"
+    with scratch_dir(args.dir) as directory:
+        for n in sizes:
+            _run(bench, directory, n)
+    small, big = sizes[0], sizes[-1]
+    for name in ("store.pending", "store.pending_ids"):
+        full = name if name.endswith("_ids") else "store.pending (reads 10 nodes)"
+        bench.target(
+            f"{name} {big:.0e} / {small:.0e} (flat)",
+            bench.get(g, full, big).median / bench.get(g, full, small).median,
+            "<=",
+            2,
+        )
+    for name in (
+        "walks.walk_pending(index)",
+        "store.pending_ids",
+        "store.pending (reads 10 nodes)",
+    ):
+        bench.target(
+            f"{name} / bare dict walk at {big:.0e}",
+            bench.ratio(g, name, "bare dict walk (floor)", big),
+            "<=",
+            5,
+        )
+    for name in ("store.pending_ids", "store.pending (reads 10 nodes)"):
+        bench.target(
+            f"id-set oracle / {name} at {big:.0e}",
+            bench.ratio(g, "id-set oracle", name, big),
+            ">=",
+            10_000 if big >= 1_000_000 else 1_000,
+        )
+    return bench.finish(args.json)
+
+
+if __name__ == "__main__":
+    main()
