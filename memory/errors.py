@@ -1,0 +1,157 @@
+"""Errors raised by the memory layer.
+
+Every error derives from :class:`MemoryLayerError`; a rejected change also derives from ``ValueError``.
+Each carries the facts as attributes::
+
+    MemoryLayerError
+    ├── RejectedError (ValueError)       reason (a Rejection code), detail, and per reason:
+    │                                     source_id, record_id, target, field, kind, start, end
+    ├── WorkspaceBusyError               path, timeout (seconds): another writer holds the lock
+    ├── WriterUnavailableError           writer, detail: a model or writer process is unreachable
+    ├── SearchIndexMissingError          table: the FTS5 index is gone (or FTS5 is not compiled in)
+    └── WorkspaceStoreError              the translated ``sqlite3`` error is its ``__cause__``
+
+:class:`RejectedError` never carries a secret's value: a ``SECRET`` rejection names the kind and the
+position (``field``, ``start``, ``end``) only.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+__all__ = [
+    "MemoryLayerError",
+    "RejectedError",
+    "Rejection",
+    "SearchIndexMissingError",
+    "WorkspaceBusyError",
+    "WorkspaceStoreError",
+    "WriterUnavailableError",
+]
+
+
+class Rejection(StrEnum):
+    """Why a transaction of changes was refused (DESIGN.md 6; seed 001 sections 03 and 10).
+
+    A closed set: the pipeline hands the code and its detail back to the writer for the one repair.
+    """
+
+    SOURCE_CHANGED = "SOURCE_CHANGED"
+    """An archived source's text no longer matches its content hash, or the archive shrank."""
+    SOURCE_MISSING = "SOURCE_MISSING"
+    """A source of this batch is no longer in the archive."""
+    RECORD_LOST = "RECORD_LOST"
+    """An existing record id would disappear without an explicit ``delete_record``."""
+    UNKNOWN_RECORD = "UNKNOWN_RECORD"
+    """A change names a record id that does not exist."""
+    UNKNOWN_SOURCE = "UNKNOWN_SOURCE"
+    """A citation names a source that is not in the archive."""
+    SOURCE_NOT_IN_BATCH = "SOURCE_NOT_IN_BATCH"
+    """A new citation names an archived source that is not evidence of this batch."""
+    DANGLING_LINK = "DANGLING_LINK"
+    """A ``[[topic#^record-id]]`` link names a record that would not exist (or not in that topic)."""
+    UNKNOWN_POSITION = "UNKNOWN_POSITION"
+    """A destination's topic path, position or anchor is not valid."""
+    OVER_CAP = "OVER_CAP"
+    """An input exceeds one of the caps in :mod:`memory.caps`."""
+    SECRET = "SECRET"
+    """A secret (key, token) was found in a record's content, a tag, a label or a snippet."""
+    MALFORMED = "MALFORMED"
+    """The changes cannot be read (not JSON, wrong shape) or contradict each other."""
+
+
+class MemoryLayerError(Exception):
+    """Root of every error the ``memory`` package raises."""
+
+
+class RejectedError(MemoryLayerError, ValueError):
+    """A transaction was refused; the workspace was left exactly as it was.
+
+    Attributes:
+        reason: The :class:`Rejection` code.
+        detail: A sentence saying what is wrong and how to fix it (never a secret's value).
+        record_id: The record at fault, when one is.
+        source_id: The source at fault, when one is.
+        target: The link target or anchor at fault, when one is.
+        field: The field at fault (``content``, ``snippet``, ``tags``...), when one is.
+        kind: For ``SECRET``: the kind of secret; for ``OVER_CAP``: the cap's name.
+        start: For ``SECRET``: the offset of the secret in ``field``.
+        end: For ``SECRET``: the end offset of the secret in ``field``.
+        change: The index of the change at fault in the transaction, when one is.
+    """
+
+    def __init__(
+        self,
+        reason: Rejection,
+        detail: str,
+        *,
+        record_id: str | None = None,
+        source_id: str | None = None,
+        target: str | None = None,
+        field: str | None = None,
+        kind: str | None = None,
+        start: int | None = None,
+        end: int | None = None,
+        change: int | None = None,
+    ) -> None:
+        where = f" (change {change})" if change is not None else ""
+        super().__init__(f"{reason.value}: {detail}{where}")
+        self.reason = reason
+        self.detail = detail
+        self.record_id = record_id
+        self.source_id = source_id
+        self.target = target
+        self.field = field
+        self.kind = kind
+        self.start = start
+        self.end = end
+        self.change = change
+
+
+class WorkspaceBusyError(MemoryLayerError):
+    """Another writer holds the workspace's write lock (a retryable ``CONCURRENT_UPDATE``).
+
+    Attributes:
+        path: The lock file.
+        timeout: How long the lock was waited for, in seconds.
+    """
+
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__(f"workspace write lock {path!r} is held by another writer ({timeout} s)")
+        self.path = path
+        self.timeout = timeout
+
+
+class WriterUnavailableError(MemoryLayerError):
+    """A writer could not be reached (a model endpoint down, a process that would not start).
+
+    Writers raise it for conditions that may clear by themselves; the pipeline reports it as a
+    retryable ``WRITER_UNAVAILABLE``.
+
+    Attributes:
+        writer: The writer's name.
+        detail: What failed.
+    """
+
+    def __init__(self, writer: str, detail: str) -> None:
+        super().__init__(f"writer {writer!r} is unavailable: {detail}")
+        self.writer = writer
+        self.detail = detail
+
+
+class SearchIndexMissingError(MemoryLayerError):
+    """The FTS5 index over records is absent (dropped, or FTS5 not compiled into SQLite).
+
+    Attributes:
+        table: The index's table name.
+    """
+
+    def __init__(self, table: str, detail: str = "") -> None:
+        super().__init__(
+            f"the full-text index {table!r} is missing" + (f": {detail}" if detail else "")
+        )
+        self.table = table
+
+
+class WorkspaceStoreError(MemoryLayerError):
+    """The workspace database failed (corrupt, read-only, full); the ``sqlite3`` error is the cause."""

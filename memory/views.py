@@ -1,0 +1,192 @@
+r"""The Markdown views of a workspace: ``topics/**/*.md`` and ``core.md`` (DESIGN.md 6; seed 001 05, 10).
+
+The views are rendered from the database after every install and are never the source of truth. A
+human's edit to a topic file comes back as a ``rewrite_topic`` change (:mod:`memory.changes`) through
+the same validated transaction as a writer's; the format below is exact so that a parser can recover
+every record, its place, its tags, time and citations from the file.
+
+Layout of the views directory (``<workspace>/views``, a symlink swapped atomically to a freshly rendered
+directory under ``<workspace>/.views/``)::
+
+    views/views.json             {"workspace_id", "revision", "core_left_out": [record ids]}
+    views/core.md                the core block (see below)
+    views/topics/<topic>.md      one file per topic with at least one record; <topic> is the topic
+                                 path, so ``sessions/abc`` is ``topics/sessions/abc.md``
+
+Topic file grammar (lines; ``\n`` line ends; UTF-8; the file ends with one newline)::
+
+    file      := "# " topic-path "\n" { "\n" block } [ "\n" footnotes ]
+    block     := { heading "\n" } [ meta "\n" ] content-lines
+    heading   := "#"{k+1} " " text        k = 1.. the depth in the heading path (``##`` is depth 1)
+    meta      := "<!-- record " json-object " -->"
+    content-lines := line { "\n" line } " " refs " ^" record-id "\n"
+    refs      := "[^" record-id "-" n "]" { " [^" record-id "-" n "]" }     n = 1, 2, ... in order
+    footnotes := { "[^" record-id "-" n "]: [" label "](source:" source-id " " json-string ")\n" }
+
+* Blocks appear in position order. Before a block come the headings of its heading path from the
+  first depth at which that path differs from the previous block's (so a block whose path is a
+  prefix of the previous one's repeats its whole path). A parser keeps a current heading path: a
+  ``#{k+1}`` line sets depth ``k`` and drops every deeper heading. The blocks of the file in order,
+  each with the heading path current at it, are the topic's records.
+* ``meta`` is present only when the record has tags or a time: a JSON object with the keys ``tags``
+  (list of strings) and/or ``time`` (string); every ``>`` inside it is written ``\u003e`` so the
+  comment cannot close early.
+* A record's content is its lines verbatim, except that a line starting with ``#``, ``[^``, ``<!--``
+  or ``\`` gets one ``\`` prepended (a parser removes one leading ``\`` from every content line that
+  has one). Content never holds a blank line (transactions refuse it). The last content line ends
+  with a space, the record's citation references in order, a space, ``^`` and the record id (an
+  Obsidian block anchor); a parser strips `` ^<id>`` and then the `` [^<id>-<n>]`` references from
+  the end of that line.
+* Footnotes follow the last block, one per citation, grouped by record in block order. ``label`` has
+  ``\``, ``[`` and ``]`` escaped with a ``\``; the link target ``source:<source-id>`` carries the
+  source's identity (the label is display text only, never the identity); the link title is the
+  snippet as a JSON string literal (``json.loads`` recovers it exactly).
+* ``[[topic#^record-id]]`` inside content is a link to another record and is left as written.
+
+``core.md`` is the injected core block, rendered from the ``core`` topic: ``# Core memory``, then each
+record's content as one paragraph in position order while the running token count (the workspace's
+counter) stays within the budget; records that do not fit are left out (they stay in
+``topics/core.md`` and in search) and listed in a final ``<!-- left out: id, id -->`` comment and in
+``views.json``. The budget never rejects a write. ``core.md`` carries no ids or footnotes and is not
+parsed back: edit ``topics/core.md`` instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+from memory.records import Citation, Record
+
+__all__ = ["CoreBlock", "render_core", "render_topic", "render_views_dir"]
+
+_ESCAPED_STARTS = ("#", "[^", "<!--", "\\")
+
+
+class CoreBlock:
+    """The rendered ``core.md`` and the ids of the records left out of it."""
+
+    __slots__ = ("left_out", "text", "tokens")
+
+    def __init__(self, text: str, tokens: int, left_out: tuple[str, ...]) -> None:
+        self.text = text
+        """The file's text."""
+        self.tokens = tokens
+        """Tokens of the records rendered (by the workspace's counter)."""
+        self.left_out = left_out
+        """Ids of the core records that did not fit, in position order."""
+
+
+def _line(line: str) -> str:
+    return "\\" + line if line.startswith(_ESCAPED_STARTS) else line
+
+
+def _label(label: str) -> str:
+    return label.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+
+
+def _footnote(record_id: str, n: int, c: Citation) -> str:
+    title = json.dumps(c.snippet, ensure_ascii=False)
+    return f"[^{record_id}-{n}]: [{_label(c.label)}](source:{c.source} {title})"
+
+
+def render_topic(topic: str, records: Iterable[Record]) -> str:
+    """Render one topic file (the grammar is in the module docstring).
+
+    Args:
+        topic: The topic path.
+        records: Its records in position order.
+
+    Returns:
+        The file's text, ending with one newline.
+    """
+    out = [f"# {topic}\n"]
+    notes: list[str] = []
+    previous: tuple[str, ...] = ()
+    first = True
+    for rec in records:
+        block: list[str] = []
+        path = rec.headings
+        same = 0
+        while same < min(len(path), len(previous)) and path[same] == previous[same]:
+            same += 1
+        if first or path != previous:
+            if same == len(path) and len(path) < len(previous):
+                same = 0  # back to a parent section: repeat its whole path
+            block.extend("#" * (k + 2) + " " + path[k] for k in range(same, len(path)))
+        previous, first = path, False
+        meta: dict[str, object] = {}
+        if rec.tags:
+            meta["tags"] = list(rec.tags)
+        if rec.time is not None:
+            meta["time"] = rec.time
+        if meta:
+            body = json.dumps(meta, ensure_ascii=False).replace(">", "\\u003e")
+            block.append(f"<!-- record {body} -->")
+        lines = [_line(x) for x in rec.content.split("\n")]
+        refs = " ".join(f"[^{rec.id}-{n}]" for n in range(1, len(rec.citations) + 1))
+        lines[-1] = f"{lines[-1]} {refs} ^{rec.id}" if refs else f"{lines[-1]} ^{rec.id}"
+        block.extend(lines)
+        out.append("\n" + "\n".join(block) + "\n")
+        notes.extend(_footnote(rec.id, n, c) for n, c in enumerate(rec.citations, 1))
+    if notes:
+        out.append("\n" + "\n".join(notes) + "\n")
+    return "".join(out)
+
+
+def render_core(
+    records: Iterable[Record], budget: int, count_tokens: Callable[[str], int]
+) -> CoreBlock:
+    """Render ``core.md`` from the core topic's records within ``budget`` tokens.
+
+    Records are taken in position order until the next one would exceed the budget; it and every
+    later record are left out (put what must stay first: that is an ordinary edit of the topic).
+    """
+    parts = ["# Core memory\n"]
+    used = 0
+    left_out: list[str] = []
+    for rec in records:
+        cost = count_tokens(rec.content)
+        if left_out or used + cost > budget:
+            left_out.append(rec.id)
+            continue
+        used += cost
+        parts.append("\n" + rec.content + "\n")
+    if left_out:
+        parts.append(f"\n<!-- left out: {', '.join(left_out)} -->\n")
+    return CoreBlock("".join(parts), used, tuple(left_out))
+
+
+def render_views_dir(
+    root: Path,
+    files: Mapping[str, str],
+) -> None:
+    """Atomically make ``root/views`` show exactly ``files`` (relative path -> text).
+
+    The files are written to a new directory under ``root/.views/``, then the ``views`` symlink is
+    replaced by one pointing at it (``os.replace`` of a symlink is atomic on POSIX), and the old
+    directory is removed. A crash at any moment leaves ``views`` showing either the old or the new
+    rendering, never a mix; stray directories are removed by the next render.
+    """
+    stage_root = root / ".views"
+    stage_root.mkdir(exist_ok=True)
+    name = f"r{os.getpid()}-{os.urandom(4).hex()}"
+    stage = stage_root / name
+    for rel, text in files.items():
+        target = stage / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+    stage.mkdir(parents=True, exist_ok=True)
+    link = root / "views"
+    tmp_link = root / f".views-{name}.lnk"
+    os.symlink(os.path.join(".views", name), tmp_link)
+    os.replace(tmp_link, link)
+    for old in stage_root.iterdir():
+        if old.name != name:
+            shutil.rmtree(old, ignore_errors=True)
