@@ -6,9 +6,6 @@ equal in every observable way to pydantic's validated construction.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
