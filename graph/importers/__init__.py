@@ -1,0 +1,228 @@
+"""Importers: the transcripts agent runtimes write, as sessions in a store, ids kept (DESIGN.md 5).
+
+:func:`import_paths` takes files or directories, tells each file's format (:func:`detect_format`) and
+imports it with its format's ``import_file``, one transaction per file: a file that fails leaves
+nothing behind and the others still import. Re-importing changes nothing; a grown file adds only its
+new entries. Formats: :mod:`~graph.importers.claude_code`, :mod:`~graph.importers.pi`,
+:mod:`~graph.importers.codex`, and the session bundles of :mod:`graph.bundle`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import orjson
+
+from graph.errors import GraphError
+from graph.importers import claude_code, codex, pi
+from graph.importers.report import FileReport, ImportReport, TranscriptError
+from graph.store import BaseStore
+
+__all__ = [
+    "FORMATS",
+    "FileReport",
+    "ImportReport",
+    "Progress",
+    "TranscriptError",
+    "default_locations",
+    "detect_format",
+    "import_file",
+    "import_paths",
+    "transcript_files",
+]
+
+FORMATS = ("claude-code", "pi", "codex", "bundle")
+"""The formats :func:`detect_format` tells apart."""
+
+Progress = Callable[[int, int, Path], None]
+"""Called as ``progress(done, total, path)`` after each file is imported."""
+
+_BUNDLE_SUFFIXES = (".sgbundle", ".msgpack")
+_CLAUDE_TYPES = {"user", "assistant", "system", "progress", "summary", "file-history-snapshot"}
+_CLAUDE_TYPES |= {"queue-operation", "custom-title", "ai-title", "last-prompt", "attachment"}
+_CODEX_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
+
+
+def _is_bundle(path: Path) -> bool:
+    if path.suffix in _BUNDLE_SUFFIXES:
+        return True
+    from graph.bundle import MAGIC
+
+    try:
+        with path.open("rb") as f:
+            return MAGIC in f.read(64)
+    except OSError:
+        return False
+
+
+def detect_format(path: Path) -> str:
+    """Tell a file's format from its name and first entries.
+
+    Returns:
+        ``"claude-code"``, ``"pi"``, ``"codex"`` or ``"bundle"``.
+
+    Raises:
+        TranscriptError: no entry of the first lines looks like any of them.
+        OSError: the file cannot be read.
+    """
+    path = Path(path)
+    if _is_bundle(path):
+        return "bundle"
+    with path.open("rb") as f:
+        for _, raw in zip(range(50), f, strict=False):
+            try:
+                obj = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            if not isinstance(obj, dict):
+                continue
+            kind = obj.get("type")
+            if kind == "session" and ("cwd" in obj or "version" in obj or "id" in obj):
+                return "pi"
+            if kind in _CODEX_TYPES and "payload" in obj:
+                return "codex"
+            if "uuid" in obj or "parentUuid" in obj or "sessionId" in obj or kind in _CLAUDE_TYPES:
+                return "claude-code"
+            if "parentId" in obj and kind in ("message", "model_change", "compaction"):
+                return "pi"
+    raise TranscriptError(path, "not a Claude Code, pi or Codex transcript, nor a session bundle")
+
+
+def default_locations() -> list[Path]:
+    """The runtimes' transcript directories on this machine that exist.
+
+    ``$CLAUDE_CONFIG_DIR/projects`` (default ``~/.claude/projects``), ``~/.pi/agent/sessions``
+    (``$PI_CODING_AGENT_DIR/sessions`` when set), ``$CODEX_HOME/sessions`` and
+    ``$CODEX_HOME/archived_sessions`` (default ``~/.codex``).
+    """
+    home = Path.home()
+    claude = Path(os.environ.get("CLAUDE_CONFIG_DIR") or home / ".claude")
+    pi_dir = Path(os.environ.get("PI_CODING_AGENT_DIR") or home / ".pi" / "agent")
+    codex_home = Path(os.environ.get("CODEX_HOME") or home / ".codex")
+    candidates = [
+        claude / "projects",
+        pi_dir / "sessions",
+        codex_home / "sessions",
+        codex_home / "archived_sessions",
+    ]
+    return [p for p in candidates if p.is_dir()]
+
+
+def _handled_by_main(path: Path) -> bool:
+    """Whether a Claude Code agent file found in a directory is imported with its session file."""
+    if not claude_code.is_agent_file(path):
+        return False
+    if path.parent.name == "subagents" and path.parent.parent.with_suffix(".jsonl").exists():
+        return True
+    sid = claude_code._first_session_id(path)  # noqa: SLF001
+    return bool(sid) and (path.parent / f"{sid}.jsonl").exists()
+
+
+def transcript_files(paths: Sequence[Path]) -> list[Path]:
+    """The files to import for ``paths``: files as given, directories searched recursively.
+
+    In directories, ``*.jsonl`` and bundle files are taken, except Claude Code sub-agent files whose
+    session file is there (that file's import brings them in).
+    """
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(
+                f
+                for f in p.rglob("*")
+                if f.is_file() and (f.suffix == ".jsonl" or f.suffix in _BUNDLE_SUFFIXES)
+            )
+            out.extend(f for f in found if not _handled_by_main(f))
+        else:
+            out.append(p)
+    return list(dict.fromkeys(out))
+
+
+def _start_time(path: Path) -> str:
+    """The first timestamp of a file (sources of forks are older than the forks)."""
+    try:
+        with path.open("rb") as f:
+            obj = orjson.loads(f.readline())
+    except (OSError, orjson.JSONDecodeError):
+        return ""
+    if not isinstance(obj, dict):
+        return ""
+    payload = obj.get("payload")
+    stamp = payload.get("timestamp") if isinstance(payload, dict) else obj.get("timestamp")
+    return stamp if isinstance(stamp, str) else ""
+
+
+def import_file(store: BaseStore, path: Path, fmt: str | None = None) -> FileReport:
+    """Import one file in its format (detected when ``fmt`` is None), in one transaction.
+
+    Raises:
+        TranscriptError: the format cannot be told.
+        OSError, GraphError: the file could not be imported; nothing of it was stored.
+    """
+    path = Path(path)
+    fmt = fmt or detect_format(path)
+    if fmt == "claude-code":
+        return claude_code.import_file(store, path)
+    if fmt == "pi":
+        return pi.import_file(store, path)
+    if fmt == "codex":
+        return codex.import_file(store, path)
+    if fmt == "bundle":
+        from graph.bundle import import_bundle
+
+        start = time.perf_counter()
+        got = import_bundle(store, path)
+        return FileReport(
+            path,
+            "bundle",
+            session_ids=got.session_ids,
+            nodes_added=got.nodes_added,
+            seconds=time.perf_counter() - start,
+        )
+    raise TranscriptError(path, f"unknown format {fmt!r}")
+
+
+def import_paths(
+    store: BaseStore, paths: Sequence[Path], *, progress: Progress | None = None
+) -> ImportReport:
+    """Import every transcript under ``paths`` (files or directories), each in its own transaction.
+
+    Files are imported oldest first by their first timestamp (so a fork's source precedes the fork),
+    then by path. A file that cannot be read or that the store refuses is reported with ``error`` set
+    and leaves nothing behind; the others still import.
+
+    Args:
+        store: The store to import into.
+        paths: Files or directories.
+        progress: Called after each file (see :data:`Progress`).
+
+    Returns:
+        One :class:`FileReport` per file and the stats of every session touched.
+    """
+    files = transcript_files(paths)
+    files.sort(key=lambda f: (_start_time(f), str(f)))
+    report = ImportReport()
+    for done, path in enumerate(files, 1):
+        start = time.perf_counter()
+        try:
+            fr = import_file(store, path)
+        except (GraphError, OSError) as e:
+            fr = FileReport(path, _safe_format(path), error=f"{type(e).__name__}: {e}")
+            fr.seconds = time.perf_counter() - start
+        report.files.append(fr)
+        if progress is not None:
+            progress(done, len(files), path)
+    for fr in report.files:
+        for sid in fr.session_ids:
+            report.stats[sid] = store.stats(sid)
+    return report
+
+
+def _safe_format(path: Path) -> str:
+    try:
+        return detect_format(path)
+    except (TranscriptError, OSError):
+        return "unknown"

@@ -1,0 +1,147 @@
+"""Helpers the format modules share: times, content blocks, rewind stamps, session upkeep."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from graph.errors import UnknownSessionError
+from graph.index import REWOUND as _REWOUND
+from graph.models import Content, ImageBlock, Session, TextBlock, content_text
+from graph.store import BaseStore
+
+__all__ = [
+    "EPOCH",
+    "ensure_session",
+    "image_block",
+    "parse_time",
+    "preview",
+    "stamp_subtrees",
+    "stored_ids",
+    "text_blocks",
+]
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+"""The time given to an entry that carries none and follows none."""
+
+
+def parse_time(value: Any, fallback: datetime) -> datetime:
+    """Read a transcript time: an ISO-8601 string (``Z`` allowed) or Unix milliseconds.
+
+    Returns ``fallback`` when the value is missing or unreadable.
+    """
+    if isinstance(value, str) and value:
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            return fallback
+        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        try:
+            return datetime.fromtimestamp(value / 1000, UTC)
+        except (OverflowError, OSError, ValueError):
+            return fallback
+    return fallback
+
+
+def image_block(source: Any, media_type: str = "") -> ImageBlock:
+    """An image reference for a transcript image: its URL or path, or a hash of inline base64 data.
+
+    The image bytes are never stored in the graph (:class:`graph.models.ImageBlock`).
+    """
+    if isinstance(source, Mapping):
+        media_type = str(source.get("media_type") or source.get("mimeType") or media_type)
+        if source.get("url"):
+            return ImageBlock(ref=str(source["url"]), media_type=media_type)
+        data = source.get("data")
+        if isinstance(data, str):
+            digest = hashlib.sha256(data.encode()).hexdigest()
+            return ImageBlock(ref=f"sha256:{digest}", media_type=media_type)
+    if isinstance(source, str) and source:
+        return ImageBlock(ref=source, media_type=media_type)
+    return ImageBlock(ref="", media_type=media_type)
+
+
+def preview(content: Content, width: int = 80) -> str:
+    """The first ``width`` characters of a content's text on one line (used for titles)."""
+    text = " ".join(content_text(content).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def text_blocks(parts: Iterable[str]) -> tuple[TextBlock, ...]:
+    """Text blocks for the non-empty strings of ``parts``."""
+    return tuple(TextBlock(text=p) for p in parts if p)
+
+
+def stored_ids(store: BaseStore, session_id: str) -> Mapping[str, str | None]:
+    """The session's node ids (id -> predecessor), or an empty map when the session does not exist."""
+    try:
+        return store.index(session_id).pred
+    except UnknownSessionError:
+        return {}
+
+
+def ensure_session(
+    store: BaseStore,
+    session_id: str,
+    *,
+    title: str,
+    metadata: Mapping[str, Any],
+    created_at: datetime,
+    spawned_from: str | None = None,
+    parent_session: str | None = None,
+) -> Session:
+    """Create the session, or bring an existing one's title and metadata up to date.
+
+    An existing session keeps its title when ``title`` is empty; its metadata is replaced only when it
+    differs (a metadata-only write, :meth:`BaseStore.update_session`).
+    """
+    try:
+        current = store.session(session_id)
+    except UnknownSessionError:
+        return store.create_session(
+            title,
+            id=session_id,
+            metadata=metadata,
+            created_at=created_at,
+            spawned_from=spawned_from,
+            parent_session=parent_session,
+        )
+    new_title = title if title and title != current.title else None
+    new_meta = dict(metadata) if dict(current.metadata) != dict(metadata) else None
+    if new_title is None and new_meta is None:
+        return current
+    return store.update_session(session_id, title=new_title, metadata=new_meta)
+
+
+def stamp_subtrees(store: BaseStore, session_id: str, fork_point: str, children: list[str]) -> int:
+    """Stamp rewound every node below ``fork_point`` through ``children`` (abandoned branches).
+
+    Uses :meth:`BaseStore.rewind` once per tip of each abandoned subtree, then puts the head back, so
+    the stamps are exactly a rewind's. Nodes already stamped are left alone.
+
+    Returns:
+        How many nodes were newly stamped.
+    """
+    idx = store.index(session_id)
+    head = idx.head
+    kids = idx.children
+    stamped = 0
+    for child in children:
+        stack, tips = [child], []
+        while stack:
+            n = stack.pop()
+            below = kids.get(n, [])
+            if below:
+                stack.extend(below)
+            else:
+                tips.append(n)
+        for tip in tips:
+            if not store.index(session_id).bits[tip] & _REWOUND:
+                store.set_head(session_id, tip)
+                stamped += len(store.rewind(session_id, fork_point))
+    if store.index(session_id).head != head:
+        store.set_head(session_id, head)
+    return stamped

@@ -1,0 +1,354 @@
+"""pi coding agent transcripts (``~/.pi/agent/sessions/--<cwd>--/<time>_<uuid>.jsonl``) as sessions.
+
+Mapping (DESIGN.md 5, corpus ``FORMATS.md`` section 2):
+
+* The header line (``type: "session"``) is the session: its ``id`` is the session id and the whole
+  header is kept in the session metadata (``header``). A ``session_info`` entry's ``name`` is the title,
+  else the first user prompt.
+* Entries have ``id``/``parentId`` (v2, v3). pi's short ids (8 hex digits) are unique only inside one
+  file, and this store's node ids are global, so a short id is stored as ``<session id>/<entry id>``;
+  full-length ids (UUIDs, newer pi) are kept as they are. The entry's own id is always in
+  ``metadata["entry_id"]``.
+* v1 files have no ids: each entry follows the previous one in file order and gets the id
+  ``<session id>/L<line>`` (``.<k>`` added for the k-th further object split from one line), so a
+  re-import finds the same ids.
+* ``message`` entries are messages by role: ``user``, ``assistant``, ``toolResult`` and
+  ``bashExecution`` (role ``tool``), ``custom`` (``system``); ``branchSummary``/``compactionSummary``
+  messages are summaries without covers. ``custom_message`` is a ``system`` message. ``model_change``,
+  ``thinking_level_change``, ``custom``, ``label``, ``session_info`` and unknown types are events.
+* ``compaction``: a summary covering the branch from its root up to the entry before
+  ``firstKeptEntryId`` (v1: ``firstKeptEntryIndex``, an index into the file's lines with the header at
+  0); inline layout, as pi keeps the entries from the first kept one on in context.
+* ``branch_summary``: when the entry it summarises (``fromId``) lies below its parent (the fork point
+  the user went back to), a sibling-layout summary covering that abandoned branch; otherwise a summary
+  without covers.
+* Forks inside a file stay forks: pi's ``/tree`` keeps every branch navigable, so each tip stays live
+  (no rewind stamps).
+* ``/fork`` files (header ``parentSession``, the source file's path) copy the source's path with the
+  same entry ids. When the source session is stored (or its file exists and is imported first), the
+  fork file's entries go into the source session under the source's ids, so the copied path maps onto
+  the stored nodes and only the new entries are added, as a branch at the cut (tagged
+  ``metadata["transcript_session"]``); the source's head is left alone. Without the source the fork
+  file is a session of its own, ``parentSession`` kept in its metadata.
+* The head is the last entry in file order.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from graph.errors import UnknownSessionError
+from graph.importers._common import (
+    EPOCH,
+    ensure_session,
+    image_block,
+    parse_time,
+    preview,
+    stored_ids,
+)
+from graph.importers.jsonl import Line, LineProblems, read_jsonl
+from graph.importers.report import FileReport
+from graph.models import Block, Content, Kind, Node, Role, TextBlock, ToolCallBlock, ToolResultBlock
+from graph.store import BaseStore
+
+__all__ = ["FORMAT", "header", "import_file"]
+
+FORMAT = "pi"
+"""The format name :func:`graph.importers.detect_format` gives these files."""
+
+_EVENTS = ("model_change", "thinking_level_change", "custom", "label", "session_info")
+
+
+def header(path: Path) -> dict[str, Any] | None:
+    """The header object of a pi file (its first line), or None when it has none."""
+    try:
+        with path.open("rb") as f:
+            first = f.readline()
+        obj = orjson.loads(first)
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return obj if isinstance(obj, dict) and obj.get("type") == "session" else None
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(
+            str(b.get("text", ""))
+            for b in value
+            if isinstance(b, Mapping) and b.get("type") == "text"
+        )
+    return ""
+
+
+def _blocks(value: Any) -> tuple[Content, list[str]]:
+    if isinstance(value, str):
+        return value, []
+    blocks: list[Block] = []
+    thinking: list[str] = []
+    for b in value if isinstance(value, list) else []:
+        if not isinstance(b, Mapping):
+            continue
+        kind = b.get("type")
+        if kind == "text":
+            blocks.append(TextBlock(text=str(b.get("text", ""))))
+        elif kind == "toolCall":
+            blocks.append(
+                ToolCallBlock(
+                    id=str(b.get("id", "")),
+                    name=str(b.get("name", "")),
+                    arguments=b.get("arguments"),
+                )
+            )
+        elif kind == "image":
+            blocks.append(
+                image_block(b.get("data") and {"data": b["data"]}, str(b.get("mimeType", "")))
+            )
+        elif kind == "thinking":
+            thinking.append(str(b.get("thinking", "")))
+    return tuple(blocks), thinking
+
+
+def _message(entry: Mapping[str, Any]) -> tuple[Kind, Role, Content, dict[str, Any]]:
+    """Kind, role, content and extra metadata of an entry."""
+    kind = entry.get("type")
+    extra: dict[str, Any] = {}
+    if kind == "message":
+        m = entry.get("message") if isinstance(entry.get("message"), Mapping) else {}
+        role = m.get("role")
+        extra["message"] = {k: v for k, v in m.items() if k != "content"}
+        if role in ("user", "assistant"):
+            content, thinking = _blocks(m.get("content"))
+            if thinking:
+                extra["thinking"] = thinking
+            return Kind.MESSAGE, Role(role), content, extra
+        if role == "toolResult":
+            result = ToolResultBlock(
+                call_id=str(m.get("toolCallId", "")),
+                text=_text(m.get("content")),
+                is_error=bool(m.get("isError", False)),
+            )
+            return Kind.MESSAGE, Role.TOOL, (result,), extra
+        if role == "bashExecution":
+            text = f"$ {m.get('command', '')}\n{m.get('output', '')}".rstrip()
+            return Kind.MESSAGE, Role.TOOL, text, extra
+        if role in ("branchSummary", "compactionSummary"):
+            return Kind.SUMMARY, Role.SYSTEM, str(m.get("summary", "")), extra
+        return Kind.MESSAGE, Role.SYSTEM, _text(m.get("content")), extra
+    if kind in ("compaction", "branch_summary"):
+        return Kind.SUMMARY, Role.SYSTEM, str(entry.get("summary", "")), extra
+    if kind == "custom_message":
+        return Kind.MESSAGE, Role.SYSTEM, _text(entry.get("content")), extra
+    if kind == "model_change":
+        text = f"model: {entry.get('provider', '')}/{entry.get('modelId', '')}"
+    elif kind == "thinking_level_change":
+        text = f"thinking level: {entry.get('thinkingLevel', '')}"
+    elif kind == "label":
+        text = f"label: {entry.get('label', '')}"
+    elif kind == "session_info":
+        text = f"name: {entry.get('name', '')}"
+    else:
+        text = str(kind)
+    return Kind.EVENT, Role.SYSTEM, text, extra
+
+
+def _source_session(store: BaseStore, parent_path: str, report: FileReport) -> str | None:
+    """The stored session of a ``/fork`` file's source, importing the source file first if needed."""
+    source = Path(parent_path)
+    head = header(source) if source.exists() else None
+    if head is not None and isinstance(head.get("id"), str):
+        try:
+            store.session(head["id"])
+        except UnknownSessionError:
+            sub = import_file(store, source)
+            report.notes.append(
+                f"imported the fork's source {source} first ({sub.nodes_added} nodes)"
+            )
+        return str(head["id"])
+    for s in store.sessions():
+        if s.metadata.get("runtime") == FORMAT and s.metadata.get("path") == parent_path:
+            return s.id
+    return None
+
+
+def import_file(store: BaseStore, path: Path) -> FileReport:
+    """Import one pi session file in one transaction.
+
+    Re-importing changes nothing; a file that grew adds only its new entries.
+
+    Returns:
+        The file's report (see :class:`~graph.importers.report.FileReport`).
+
+    Raises:
+        OSError: the file cannot be read.
+        GraphError: the store refused a write; nothing of the file was stored.
+    """
+    start = time.perf_counter()
+    path = Path(path)
+    report = FileReport(path, FORMAT)
+    problems = LineProblems()
+    lines = list(read_jsonl(path, problems))
+    with store.atomic():
+        _import(store, path, lines, report)
+    report.skipped += problems.skipped
+    report.repaired += problems.repaired
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _import(store: BaseStore, path: Path, lines: list[Line], report: FileReport) -> None:
+    head_line = lines[0].data if lines and lines[0].data.get("type") == "session" else {}
+    entries = lines[1:] if head_line else lines
+    own = str(head_line.get("id") or path.stem)
+    sid = own
+    parent_path = head_line.get("parentSession")
+    if isinstance(parent_path, str) and parent_path:
+        source = _source_session(store, parent_path, report)
+        if source is not None and source != own:
+            sid = source
+            report.notes.append(f"fork of session {source}: its new entries join that session")
+        elif source is None:
+            report.notes.append(f"the fork's source {parent_path} is not available; kept apart")
+    v1 = not any("id" in e.data for e in entries)
+
+    def nid(raw: str) -> str:
+        return raw if len(raw) >= 32 else f"{sid}/{raw}"
+
+    ids: list[str] = []
+    raw_ids: dict[str, str] = {}
+    per_line: dict[int, int] = {}
+    for e in entries:
+        if v1:
+            k = per_line.get(e.number, 0)
+            per_line[e.number] = k + 1
+            raw = f"L{e.number}" + (f".{k}" if k else "")
+        else:
+            raw = str(e.data.get("id") or f"L{e.number}")
+        ids.append(nid(raw))
+        raw_ids[ids[-1]] = raw
+    inside = set(ids)
+    known = stored_ids(store, sid)
+    by_line = {e.number: ids[i] for i, e in reversed(list(enumerate(entries)))}
+    pred: dict[str, str | None] = {}
+    for i, e in enumerate(entries):
+        if v1:
+            pred[ids[i]] = ids[i - 1] if i else None
+            continue
+        p = e.data.get("parentId")
+        pred[ids[i]] = nid(str(p)) if p else None
+
+    report.session_ids.append(sid)
+    times: dict[str, datetime] = {}
+    last = parse_time(head_line.get("timestamp"), EPOCH)
+    for i, e in enumerate(entries):
+        last = parse_time(e.data.get("timestamp"), last)
+        times[ids[i]] = last
+    title = ""
+    for e in entries:
+        if e.data.get("type") == "session_info" and e.data.get("name"):
+            title = str(e.data["name"])
+    if not title:
+        for e in entries:
+            m = e.data.get("message")
+            if isinstance(m, Mapping) and m.get("role") == "user":
+                title = preview(_blocks(m.get("content"))[0])
+                break
+    if sid == own:
+        ensure_session(
+            store,
+            sid,
+            title=title,
+            metadata={"runtime": FORMAT, "path": str(path), "header": head_line},
+            created_at=parse_time(head_line.get("timestamp"), min(times.values(), default=EPOCH)),
+        )
+    new: list[Node] = []
+    for i, e in enumerate(entries):
+        node_id = ids[i]
+        if node_id in known:
+            continue
+        p = pred[node_id]
+        meta: dict[str, Any] = {k: v for k, v in e.data.items() if k not in ("message", "parentId")}
+        meta["entry_id"] = raw_ids[node_id]
+        meta["line"] = e.number
+        if sid != own:
+            meta["transcript_session"] = own
+        if p is not None and p not in inside and p not in known:
+            meta["dangling_parent"] = p
+            report.dangling.append((node_id, p))
+            p = None
+        kind, role, content, extra = _message(e.data)
+        meta.update(extra)
+        covers = _covers(e.data, node_id, p, pred, known, by_line, nid, entries, report)
+        new.append(
+            Node(
+                id=node_id,
+                session_id=sid,
+                predecessor=p,
+                kind=kind,
+                role=role,
+                content=content,
+                created_at=times[node_id],
+                metadata=meta,
+                covers=covers,
+            )
+        )
+    head = ids[-1] if ids else None
+    if sid != own and store.session(sid).head is not None:
+        head = store.session(sid).head
+    report.nodes_added += len(store.add_nodes(sid, new, head=head))
+
+
+def _ancestors(
+    start: str | None, pred: Mapping[str, str | None], known: Mapping[str, Any]
+) -> list[str]:
+    """``start`` and its predecessors, ``start`` first."""
+    out = []
+    n = start
+    while n is not None and n not in out:
+        out.append(n)
+        n = pred[n] if n in pred else known.get(n)
+    return out
+
+
+def _covers(
+    data: Mapping[str, Any],
+    node_id: str,
+    predecessor: str | None,
+    pred: Mapping[str, str | None],
+    known: Mapping[str, Any],
+    by_line: Mapping[int, str],
+    nid: Any,
+    entries: list[Line],
+    report: FileReport,
+) -> tuple[str, ...]:
+    kind = data.get("type")
+    if kind == "compaction":
+        first = data.get("firstKeptEntryId")
+        kept = nid(str(first)) if first else None
+        index = data.get("firstKeptEntryIndex")
+        if kept is None and isinstance(index, int):
+            kept = by_line.get(index + 1)  # pi indexes the file's lines, header at 0
+        path = _ancestors(predecessor, pred, known)
+        if kept is None or kept not in path:
+            if kept is not None:
+                report.notes.append(f"compaction {node_id}: first kept entry is not on its branch")
+            return ()
+        span = path[path.index(kept) + 1 :]
+        return tuple(reversed(span))
+    if kind == "branch_summary":
+        from_id = data.get("fromId")
+        if not from_id or from_id == "root" or predecessor is None:
+            return ()
+        abandoned = _ancestors(nid(str(from_id)), pred, known)
+        if predecessor not in abandoned or abandoned[0] == predecessor:
+            return ()
+        span = abandoned[: abandoned.index(predecessor)]
+        return tuple(reversed(span))
+    return ()
