@@ -14,7 +14,8 @@ Checks, in the order they run:
    a known position and anchor (``UNKNOWN_POSITION``), its fields fit the caps (``OVER_CAP``), hold no
    secret (``SECRET``, naming the kind and offsets only) and have the required form (``MALFORMED``);
 4. no record that existed is missing afterwards without an explicit ``delete_record`` (``RECORD_LOST``);
-5. every citation names an archived source (``UNKNOWN_SOURCE``) and every citation the transaction adds
+5. every source of the batch is still archived (``SOURCE_MISSING``), every citation names an archived
+   source (``UNKNOWN_SOURCE``) and every citation the transaction adds
    names a source of this batch (``SOURCE_NOT_IN_BATCH``) when the transaction has a batch;
 6. every ``[[topic#^record-id]]`` link names a record that exists afterwards in that topic
    (``DANGLING_LINK``).
@@ -502,6 +503,13 @@ def _check_citations(
     archived: Callable[[Collection[str]], set[str]],
     batch: Collection[str] | None,
 ) -> None:
+    if batch is not None:
+        for sid in sorted(set(batch) - archived(batch)):
+            raise _reject(
+                Rejection.SOURCE_MISSING,
+                f"source {sid} of this batch is no longer in the archive",
+                source_id=sid,
+            )
     cited = {c.source for rec in after.records.values() for c in rec.citations}
     present = archived(cited)
     allowed = set(batch) if batch is not None else None

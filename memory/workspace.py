@@ -685,13 +685,6 @@ class MemoryWorkspace:
     def _check_archive(
         self, c: sqlite3.Connection, p: Plan, base: Baseline, batch_sources: Collection[str]
     ) -> None:
-        rows, digest = self._archive_digest(base.archive_top)
-        if (rows, digest) != (base.archive_rows, base.archive_digest):
-            raise RejectedError(
-                Rejection.SOURCE_CHANGED,
-                f"the source archive changed since the write began ({base.archive_rows} rows "
-                f"before, {rows} now, or a content hash differs); archived sources are never edited",
-            )
         cited = {
             ci.source for rid in (*p.created, *p.updated) for ci in p.after.records[rid].citations
         }
@@ -711,6 +704,13 @@ class MemoryWorkspace:
                     f"archived source {sid} no longer matches its content hash",
                     source_id=sid,
                 )
+        rows, digest = self._archive_digest(base.archive_top)
+        if (rows, digest) != (base.archive_rows, base.archive_digest):
+            raise RejectedError(
+                Rejection.SOURCE_CHANGED,
+                f"the source archive changed since the write began ({base.archive_rows} rows "
+                f"before, {rows} now, or a content hash differs); archived sources are never edited",
+            )
 
     def installed_prefix(self, session_id: str, node_ids: Sequence[str]) -> list[str]:
         """Return the longest installed batch that is a prefix of ``node_ids`` (else empty).

@@ -1,0 +1,276 @@
+"""The write pipeline: pending turns -> batches -> archive -> writer -> validate -> install -> mark.
+
+DESIGN.md section 6 and seed 001 sections 01-03 and 07. One pass writes one batch:
+
+1. ``archive``: the batch's turns go into the append-only source archive (a repeat is a no-op);
+2. ``write``: the writer gets the batch and the current records and answers with changes;
+3. ``validate``: the changes are planned against the baseline read before step 2; a rejection gets one
+   repair attempt (the baseline is read again first); a second rejection is ``COMMIT_REJECTED``;
+4. ``install``: one SQLite transaction (which also checks the archive against the baseline), then the
+   views are rendered and swapped in;
+5. ``mark``: ``written["memory"] = <workspace id>`` on exactly the batch's nodes.
+
+Nothing is marked unless the transaction installed and changed something. Archiving before writing and
+marking last means a crash between any two steps loses nothing: the turns stay pending and the batch is
+written again at worst; a batch installed but not marked is recognized from the workspace's install
+journal and only marked. The whole call holds the workspace's cross-process write lock, taken with a
+1 second timeout (busy: the retryable ``CONCURRENT_UPDATE``).
+
+Return contract of :meth:`WritePipeline.write` (seed 001 section 07): ``None`` when everything owed
+was written or nothing is owed yet; otherwise a :class:`WriteFailure` whose ``retryable`` says whether
+the same call may succeed later.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from enum import StrEnum
+from typing import NamedTuple
+
+from graph.errors import StoreError, UnknownSessionError
+from graph.ids import NodeId
+from graph.models import Node
+from graph.store import BaseStore
+from memory import caps
+from memory.errors import (
+    RejectedError,
+    WorkspaceBusyError,
+    WorkspaceStoreError,
+    WriterUnavailableError,
+)
+from memory.workspace import MemoryWorkspace, approx_tokens
+from memory.writers import DigestWriter, Writer, WriteRequest
+
+__all__ = [
+    "PROVIDER",
+    "STEPS",
+    "FailureReason",
+    "WriteFailure",
+    "WritePipeline",
+    "split_batches",
+]
+
+log = logging.getLogger(__name__)
+
+PROVIDER = "memory"
+"""The provider name of the memory layer's markers."""
+
+STEPS = ("archived", "written", "validated", "installed", "rendered", "marked")
+"""The points between steps at which :class:`WritePipeline`'s ``hook`` is called, in order."""
+
+
+class FailureReason(StrEnum):
+    """Why a :meth:`WritePipeline.write` call did not finish (a closed set)."""
+
+    CONCURRENT_UPDATE = "CONCURRENT_UPDATE"
+    """Another writer holds the workspace lock. Retryable."""
+    WRITER_UNAVAILABLE = "WRITER_UNAVAILABLE"
+    """The writer could not run (model unreachable). Retryable."""
+    STORE_UNAVAILABLE = "STORE_UNAVAILABLE"
+    """The session store or the workspace database failed (locked, full). Retryable."""
+    COMMIT_REJECTED = "COMMIT_REJECTED"
+    """The writer's changes were rejected twice. Not retryable: the same turns give the same answer."""
+    NO_PROGRESS = "NO_PROGRESS"
+    """The writer answered with changes that change nothing; nothing was marked. Not retryable."""
+    UNKNOWN_SESSION = "UNKNOWN_SESSION"
+    """No such session. Not retryable."""
+    INTERNAL = "INTERNAL"
+    """An unclassified error. Not retryable (seed 001 section 10: unclassified means not retryable)."""
+
+
+_RETRYABLE = {
+    FailureReason.CONCURRENT_UPDATE,
+    FailureReason.WRITER_UNAVAILABLE,
+    FailureReason.STORE_UNAVAILABLE,
+}
+
+
+class WriteFailure(NamedTuple):
+    """A :meth:`WritePipeline.write` call that did not write everything it owed."""
+
+    reason: FailureReason
+    """The reason code."""
+    retryable: bool
+    """Whether the same call may succeed later (the idle watcher retries those and records the rest)."""
+    detail: str
+    """What happened, for logs (never a secret's value)."""
+
+
+def _failure(reason: FailureReason, detail: str) -> WriteFailure:
+    return WriteFailure(reason, reason in _RETRYABLE, detail)
+
+
+def split_batches(
+    nodes: Sequence[Node], budget: int, count_tokens: Callable[[str], int] = approx_tokens
+) -> list[list[Node]]:
+    """Cut pending nodes, oldest first, into batches of at most ``budget`` tokens each.
+
+    Greedy from the oldest: a node joins the current batch while the batch stays within the budget;
+    a node larger than the budget alone forms its own batch. So the first batch of a pending list is
+    the same however many turns were appended after it.
+    """
+    batches: list[list[Node]] = []
+    used = 0
+    for n in nodes:
+        cost = count_tokens(n.text)
+        if batches and used + cost <= budget:
+            batches[-1].append(n)
+            used += cost
+        else:
+            batches.append([n])
+            used = cost
+    return batches
+
+
+class _Stop(Exception):
+    def __init__(self, failure: WriteFailure) -> None:
+        self.failure = failure
+
+
+class WritePipeline:
+    """Writes a session's pending turns into a workspace.
+
+    Args:
+        workspace: The memory workspace; its id is the marker value.
+        store: The session store the turns and markers live in.
+        writer: The writer (default :class:`~memory.writers.DigestWriter`).
+        budget: Tokens per batch (default ``caps.MAX_BATCH_TOKENS``, 8000).
+        count_tokens: The token counter (default :func:`~memory.workspace.approx_tokens`).
+        lock_timeout: Seconds to wait for the workspace's write lock (default 1).
+        hook: Called with each name of :data:`STEPS` after that step (tests inject crashes here).
+    """
+
+    def __init__(
+        self,
+        workspace: MemoryWorkspace,
+        store: BaseStore,
+        writer: Writer | None = None,
+        *,
+        budget: int = caps.MAX_BATCH_TOKENS,
+        count_tokens: Callable[[str], int] = approx_tokens,
+        lock_timeout: float = 1.0,
+        hook: Callable[[str], None] | None = None,
+    ) -> None:
+        self.workspace = workspace
+        self.store = store
+        self.writer: Writer = writer or DigestWriter()
+        self.budget = budget
+        self.count_tokens = count_tokens
+        self.lock_timeout = lock_timeout
+        self.hook = hook
+        self.batches_written = 0
+        """Batches installed and marked by this object so far (for reports and tests)."""
+
+    def write(self, session_id: str, force: bool = False) -> WriteFailure | None:
+        """Write what the session owes; the two entry points differ only in ``force``.
+
+        Args:
+            session_id: The session.
+            force: False after each turn: write only while a full batch (``budget`` tokens) is
+                owed on the head's branch. True at the session boundary: write until nothing is
+                owed, on every live tip, the head first.
+
+        Returns:
+            None on success or when nothing is owed yet; else a :class:`WriteFailure`. Never raises
+            for a failure it can classify; an unclassified exception is returned as ``INTERNAL``.
+        """
+        try:
+            with self.workspace.write_lock(self.lock_timeout):
+                self.store.session(session_id)
+                if force:
+                    for tip in self._tips(session_id):
+                        self._drain(session_id, tip, force=True)
+                else:
+                    self._drain(session_id, None, force=False)
+        except _Stop as stop:
+            return stop.failure
+        except WorkspaceBusyError as e:
+            return _failure(FailureReason.CONCURRENT_UPDATE, str(e))
+        except UnknownSessionError as e:
+            return _failure(FailureReason.UNKNOWN_SESSION, str(e))
+        except (WorkspaceStoreError, StoreError) as e:
+            return _failure(FailureReason.STORE_UNAVAILABLE, str(e))
+        except Exception as e:
+            log.exception("memory write of session %s failed", session_id)
+            return _failure(FailureReason.INTERNAL, f"{type(e).__name__}: {e}")
+        return None
+
+    def owed(self, session_id: str, head: str | None = None) -> list[Node]:
+        """Return the pending turns of ``head``'s branch (the stored head by default) for this workspace."""
+        return self.store.pending(session_id, PROVIDER, self.workspace.id, head=head)
+
+    def _tips(self, session_id: str) -> list[NodeId | None]:
+        head = self.store.session(session_id).head
+        tips: list[NodeId | None] = [head] if head is not None else []
+        tips += [t for t in self.store.tips(session_id) if t != head]
+        return tips
+
+    def _drain(self, session_id: str, tip: str | None, *, force: bool) -> None:
+        while True:
+            pending = self.owed(session_id, tip)
+            if not pending:
+                return
+            if not force and sum(self.count_tokens(n.text) for n in pending) < self.budget:
+                return
+            batch = split_batches(pending, self.budget, self.count_tokens)[0]
+            self._pass(session_id, batch)
+            if [n.id for n in self.owed(session_id, tip)[:1]] == [batch[0].id]:
+                raise _Stop(
+                    _failure(FailureReason.INTERNAL, "a pass finished without marking its batch")
+                )
+
+    def _step(self, name: str) -> None:
+        if self.hook is not None:
+            self.hook(name)
+
+    def _pass(self, session_id: str, batch: list[Node]) -> None:
+        ws = self.workspace
+        sources = ws.archive(batch)
+        self._step("archived")
+        node_ids = [n.id for n in batch]
+        done = ws.installed_prefix(session_id, node_ids)
+        if done:
+            # Installed by a pass that stopped before marking: mark it, do not write it again.
+            self.store.mark(session_id, done, PROVIDER, ws.id)
+            self._step("marked")
+            return
+        batch_ids = [s.id for s in sources]
+        rejection: RejectedError | None = None
+        for attempt in (1, 2):
+            base = ws.baseline()
+            request = WriteRequest(session_id, tuple(sources), base.state, rejection)
+            try:
+                try:
+                    changes = self.writer.write(request)
+                except WriterUnavailableError as e:
+                    raise _Stop(_failure(FailureReason.WRITER_UNAVAILABLE, str(e))) from e
+                self._step("written")
+                plan = ws.plan(changes, batch=batch_ids, baseline=base)
+                self._step("validated")
+                if not plan.changed:
+                    raise _Stop(
+                        _failure(
+                            FailureReason.NO_PROGRESS,
+                            f"writer {self.writer.name!r} answered with changes that change nothing",
+                        )
+                    )
+                ws.install(plan, base, batch_sources=batch_ids, journal=(session_id, node_ids))
+            except RejectedError as e:
+                log.info("memory write of %s: attempt %d rejected: %s", session_id, attempt, e)
+                if attempt == 2:
+                    raise _Stop(
+                        _failure(
+                            FailureReason.COMMIT_REJECTED,
+                            f"rejected twice; first: {rejection}; then: {e}",
+                        )
+                    ) from e
+                rejection = e
+                continue
+            break
+        self._step("installed")
+        ws.render_views()
+        self._step("rendered")
+        self.store.mark(session_id, node_ids, PROVIDER, ws.id)
+        self.batches_written += 1
+        self._step("marked")

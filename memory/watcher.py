@@ -1,0 +1,134 @@
+"""The idle watcher: finishes sessions that went quiet (DESIGN.md 6; seed 001 sections 01 and 07).
+
+Every ``poll`` seconds it looks at the sessions whose ``updated_at`` is older than ``idle`` seconds and
+calls ``write(session_id, force=True)`` (every live tip, the head first) on each it has not finished as of
+that ``updated_at``. A success or a non-retryable failure is recorded durably in the workspace (``done`` /
+``failed``, with the reason) and not tried again until the session gets new content; a retryable failure
+is not recorded, so the next poll tries again. Each attempt emits ``memory.ingest_started`` and
+``memory.ingest_ended`` (``{session_id, ok, retryable, reason}``) to the event callback.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from graph.models import to_micros, utcnow
+from graph.store import BaseStore
+from memory.pipeline import FailureReason, WriteFailure
+from memory.workspace import MemoryWorkspace
+
+__all__ = ["EventSink", "IdleWatcher", "SessionWriter", "WatchOutcome"]
+
+log = logging.getLogger(__name__)
+
+EventSink = Callable[[str, dict[str, Any]], None]
+"""Receives ``(event name, payload)``."""
+
+
+class SessionWriter(Protocol):
+    """Anything with the pipeline's ``write`` (a :class:`~memory.pipeline.WritePipeline`, a provider)."""
+
+    def write(self, session_id: str, force: bool = False) -> WriteFailure | None:
+        """Write what the session owes (see :meth:`memory.pipeline.WritePipeline.write`)."""
+        ...
+
+
+@dataclass(frozen=True)
+class WatchOutcome:
+    """What one poll did for one session."""
+
+    session_id: str
+    status: str
+    """``done``, ``failed`` (recorded, not retried) or ``retry`` (not recorded, tried next poll)."""
+    reason: str
+    """The failure's reason code, or empty."""
+
+
+class IdleWatcher:
+    """Calls ``write(force=True)`` on idle sessions and keeps durable done/failed bookkeeping.
+
+    Args:
+        store: The session store.
+        writer: What writes (its ``write(session_id, force=True)`` is called).
+        workspace: Where the done/failed bookkeeping is kept (so a reset starts it afresh).
+        idle: Seconds without new content after which a session is idle (default 30 minutes).
+        poll: Seconds between polls in :meth:`run` (default 5 minutes).
+        clock: Returns the current time (aware UTC); injectable for tests.
+        on_event: Receives ``memory.ingest_started`` / ``memory.ingest_ended`` events.
+        limit: The most recently updated sessions looked at per poll.
+    """
+
+    def __init__(
+        self,
+        store: BaseStore,
+        writer: SessionWriter,
+        workspace: MemoryWorkspace,
+        *,
+        idle: float = 30 * 60,
+        poll: float = 5 * 60,
+        clock: Callable[[], datetime] = utcnow,
+        on_event: EventSink | None = None,
+        limit: int = 1000,
+    ) -> None:
+        self.store = store
+        self.writer = writer
+        self.workspace = workspace
+        self.idle = idle
+        self.poll = poll
+        self.clock = clock
+        self.on_event = on_event
+        self.limit = limit
+
+    def _emit(self, name: str, payload: dict[str, Any]) -> None:
+        if self.on_event is None:
+            return
+        try:
+            self.on_event(name, payload)
+        except Exception:  # an observer never takes the watcher down
+            log.exception("memory event callback failed on %s", name)
+
+    def poll_once(self) -> list[WatchOutcome]:
+        """Write every idle session not yet finished as of its ``updated_at``; return what happened."""
+        cutoff = self.clock() - timedelta(seconds=self.idle)
+        outcomes = []
+        for session in self.store.sessions(self.limit):
+            if session.updated_at > cutoff:
+                continue
+            stamp = to_micros(session.updated_at)
+            seen = self.workspace.watch_status(session.id)
+            if seen is not None and seen[0] == stamp:
+                continue
+            self._emit("memory.ingest_started", {"session_id": session.id})
+            try:
+                failure = self.writer.write(session.id, force=True)
+            except Exception as e:  # write() returns failures; anything else is unclassified
+                log.exception("memory write of %s raised", session.id)
+                failure = WriteFailure(FailureReason.INTERNAL, False, f"{type(e).__name__}: {e}")
+            ok = failure is None
+            retryable = bool(failure and failure.retryable)
+            reason = failure.reason.value if failure is not None else ""
+            self._emit(
+                "memory.ingest_ended",
+                {"session_id": session.id, "ok": ok, "retryable": retryable, "reason": reason},
+            )
+            if retryable:
+                outcomes.append(WatchOutcome(session.id, "retry", reason))
+                continue
+            status = "done" if ok else "failed"
+            self.workspace.set_watch_status(session.id, stamp, status, reason)
+            outcomes.append(WatchOutcome(session.id, status, reason))
+        return outcomes
+
+    def run(self, stop: threading.Event) -> None:
+        """Poll every ``poll`` seconds until ``stop`` is set (run it in a thread)."""
+        while not stop.is_set():
+            try:
+                self.poll_once()
+            except Exception:
+                log.exception("memory idle watcher poll failed")
+            stop.wait(self.poll)
