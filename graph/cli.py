@@ -275,6 +275,7 @@ def mark(
 
 def main() -> None:
     """Run the command line, with the commands registered through entry points."""
+    from graph.importers.cli import register; register(app)  # noqa: E702, I001
     for ep in entry_points(group="sessiongraph.cli"):
         ep.load()(app)
     try:

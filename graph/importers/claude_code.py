@@ -470,7 +470,7 @@ def _title(t: _Transcript, main: Sequence[str]) -> str:
         if _is_prompt(data):
             content, _, _ = _content(data["message"])
             text = preview(content)
-            if text and not text.startswith("<"):
+            if text and not text.startswith(("<", "[Request interrupted")):
                 return text
     return ""
 

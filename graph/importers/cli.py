@@ -1,0 +1,180 @@
+"""``sessiongraph import`` and ``sessiongraph export``: transcripts in, session bundles out.
+
+Registered on the main app by :func:`register` (called from :func:`graph.cli.main`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import orjson
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from graph.bundle import export_session
+from graph.cli import open_store, render_tree, resolve_session, short
+from graph.importers import ImportReport, default_locations, import_paths
+from graph.store import BaseStore
+
+__all__ = ["export_command", "import_command", "register"]
+
+console = Console()
+err = Console(stderr=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``import`` and ``export`` commands to ``app`` (a second call adds nothing)."""
+    if any(c.name == "import" for c in app.registered_commands):
+        return
+    app.command("import")(import_command)
+    app.command("export")(export_command)
+
+
+def _summary(store: BaseStore, report: ImportReport) -> Table:
+    table = Table(title="imported sessions", title_justify="left")
+    table.add_column("session", no_wrap=True)
+    table.add_column("title", no_wrap=True, max_width=24, overflow="ellipsis")
+    table.add_column("format", no_wrap=True)
+    for col in ("nodes", "added", "roots", "forks", "rewound", "summaries", "spawned"):
+        table.add_column(col, justify="right", min_width=len(col))
+    table.add_column("skipped lines", justify="right", min_width=7)
+    table.add_column("seconds", justify="right", min_width=7)
+    seen: set[str] = set()
+    for fr in report.files:
+        for i, sid in enumerate(fr.session_ids):
+            if sid in seen:
+                continue
+            seen.add(sid)
+            st = report.stats[sid]
+            title = store.session(sid).title
+            table.add_row(
+                escape(f"  ↳ …{sid[len(fr.session_ids[0]) :][:24]}" if i else sid),
+                escape(title[:40]),
+                fr.format,
+                str(st.nodes),
+                str(fr.nodes_added) if i == 0 else "",
+                str(st.roots),
+                str(st.forks),
+                str(st.rewound),
+                str(st.summaries),
+                str(st.spawned),
+                str(len(fr.skipped)) if i == 0 else "",
+                f"{fr.seconds:.3f}" if i == 0 else "",
+            )
+    return table
+
+
+def _problems(report: ImportReport) -> None:
+    for fr in report.files:
+        where = escape(str(fr.path))
+        if fr.error:
+            err.print(f"[red]failed[/] {where}: {escape(fr.error)} (nothing of it was stored)")
+        for line, reason in fr.skipped:
+            err.print(f"[yellow]skipped[/] {where}:{line}: {escape(reason)}")
+        for line, what in fr.repaired:
+            err.print(f"[yellow]repaired[/] {where}:{line}: {escape(what)}")
+        for node, parent in fr.dangling:
+            err.print(
+                f"[yellow]dangling parent[/] {where}: {escape(short(node))} names "
+                f"{escape(parent)}, which no file holds; kept as a root"
+            )
+        for note in fr.notes:
+            err.print(f"[dim]note[/] {where}: {escape(note)}")
+
+
+def import_command(
+    ctx: typer.Context,
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Transcript files or directories (default: the runtimes' own)."),
+    ] = None,
+    show: Annotated[
+        bool, typer.Option("--show", help="Then print each session's tree and pending turns.")
+    ] = False,
+    provider: Annotated[str, typer.Option(help="Pending for this consumer (--show).")] = "memory",
+    value: Annotated[str, typer.Option(help="The consumer's store id (--show).")] = "default",
+    json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Import Claude Code, pi and Codex transcripts (and session bundles) into the store.
+
+    With no PATH, the runtimes' default directories on this machine (~/.claude/projects,
+    ~/.pi/agent/sessions, ~/.codex/sessions). Re-importing changes nothing; grown files add only
+    their new entries.
+    """
+    targets = list(paths or default_locations())
+    if not targets:
+        err.print("no PATH given and no transcript directory found (~/.claude, ~/.pi, ~/.codex)")
+        raise typer.Exit(1)
+    store = open_store(ctx)
+    with Progress(
+        TextColumn("importing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=err,
+        transient=True,
+        disable=json,
+    ) as bar:
+        task = bar.add_task("", total=None)
+
+        def tick(done: int, total: int, path: Path) -> None:
+            bar.update(task, completed=done, total=total, description=escape(path.name))
+
+        report = import_paths(store, targets, progress=tick)
+    if json:
+        print(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode())
+    else:
+        console.print(_summary(store, report))
+        _problems(report)
+        console.print(
+            f"{len(report.files)} file(s), {report.nodes_added} node(s) added, "
+            f"{len(report.failed)} failed"
+        )
+        if show:
+            mains = list(dict.fromkeys(fr.session_ids[0] for fr in report.files if fr.session_ids))
+            for sid in mains:
+                _show(store, sid, provider, value)
+    if report.failed:
+        raise typer.Exit(1)
+
+
+def _show(store: BaseStore, session_id: str, provider: str, value: str) -> None:
+    session = store.session(session_id)
+    console.print(render_tree(store, session))
+    for child in store.spawns(session_id):
+        console.print(render_tree(store, child))
+    pending = store.pending(session_id, provider, value)
+    table = Table(
+        title=f"pending for {provider}={value} at the head of {session_id}", title_justify="left"
+    )
+    table.add_column("#", justify="right")
+    for col in ("node", "role", "text"):
+        table.add_column(col)
+    for i, n in enumerate(pending, 1):
+        text = " ".join(n.text.split())
+        table.add_row(str(i), escape(short(n.id)), n.role.value, escape(text[:80]))
+    console.print(table)
+    console.print(f"{len(pending)} pending")
+
+
+def export_command(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session id (or a unique prefix).")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="The bundle file to write.")],
+    spawned: Annotated[
+        bool, typer.Option("--spawned/--no-spawned", help="Include spawned sessions.")
+    ] = True,
+) -> None:
+    """Write SESSION as a msgpack bundle (nodes, links, markers, metadata) to FILE.
+
+    ``sessiongraph import FILE`` in another store reproduces the same graph and markers.
+    """
+    store = open_store(ctx)
+    s = resolve_session(store, session)
+    size = export_session(store, s.id, output, spawned=spawned)
+    console.print(f"wrote {escape(str(output))} ({size} bytes, session {escape(s.id)})")
