@@ -138,16 +138,18 @@ def marker_gaps(
 ) -> list[MarkerGap]:
     """Scan a whole session for prefix-rule violations, for every provider and value (or one provider).
 
-    One pass over the nodes in insertion order (a topological order) per (provider, value) pair.
+    One pass over the nodes, each after its effective predecessor, per (provider, value) pair.
     """
     fast, test = _test(eligible)
     gaps: list[MarkerGap] = []
+    order: list[str] | None = None
     for prov, pm in index.marks.items():
         if provider is not None and prov != provider:
             continue
         for value in sorted(set(pm.values())):
             clean: dict[str, bool] = {}
-            for n in index.pred:
+            order = order if order is not None else _effective_order(index)
+            for n in order:
                 p = index.effective_pred(n)
                 above = clean[p] if p is not None else True
                 b = index.bits[n]
@@ -161,6 +163,29 @@ def marker_gaps(
                 else:
                     clean[n] = above
     return gaps
+
+
+def _effective_order(index: SessionIndex) -> list[str]:
+    """The nodes with every node after its effective predecessor (:meth:`SessionIndex.effective_pred`).
+
+    Insertion order puts predecessors first, but a bulk import may store a sibling-layout summary
+    before the nodes it covers; such a summary (and what follows it) waits for its last covered node.
+    """
+    placed: set[str] = set()
+    waiting: dict[str, list[str]] = {}
+    out: list[str] = []
+    for n in index.pred:
+        p = index.effective_pred(n)
+        if p is not None and p not in placed:
+            waiting.setdefault(p, []).append(n)
+            continue
+        stack = [n]
+        while stack:
+            m = stack.pop()
+            placed.add(m)
+            out.append(m)
+            stack.extend(waiting.pop(m, ()))
+    return out
 
 
 def branch_ids(index: SessionIndex, head: str | None) -> list[str]:
