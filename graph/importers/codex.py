@@ -37,6 +37,7 @@ from typing import Any
 
 import orjson
 
+from graph.errors import UnknownSessionError
 from graph.importers._common import EPOCH, ensure_session, parse_time, preview, stored_ids
 from graph.importers.jsonl import Line, LineProblems, read_jsonl
 from graph.importers.report import FileReport
@@ -163,6 +164,14 @@ class _Ids:
                 k += 1
             return k
         return None
+
+
+def _exists(store: BaseStore, session_id: str) -> bool:
+    try:
+        store.session(session_id)
+    except UnknownSessionError:
+        return False
+    return True
 
 
 def _opens_turn(line: Line) -> bool:
@@ -335,14 +344,19 @@ def _import(store: BaseStore, path: Path, items: list[Line], report: FileReport)
                 covers=covers,
             )
         )
-    ensure_session(
-        store,
-        sid,
-        title=title if sid == own else "",
-        metadata={"runtime": FORMAT, "session_meta": root_meta}
-        | ({"path": str(path)} if sid == own else {}),
-        created_at=parse_time(root_meta.get("timestamp"), EPOCH),
-    )
+    current = dict(store.session(sid).metadata) if known or _exists(store, sid) else {}
+    if sid == own or not current:
+        meta = {"runtime": FORMAT, "session_meta": root_meta}
+        meta |= {"path": str(path)} if sid == own else {}
+        if "forks" in current:
+            meta["forks"] = current["forks"]
+        ensure_session(
+            store,
+            sid,
+            title=title if sid == own else "",
+            metadata=meta,
+            created_at=parse_time(root_meta.get("timestamp"), EPOCH),
+        )
     if sid != own:
         meta = store.session(sid).metadata
         forks = dict(meta.get("forks") or {})
