@@ -100,7 +100,7 @@ def effective_branch(store: BaseStore, session_id: str, head: str | None = None)
         chain.append(n)
         n = pred[n]
     chain.reverse()
-    models = {m.id: m for m in store.nodes(session_id, chain)}
+    models: dict[str, Node] = {m.id: m for m in store.nodes(session_id, chain)}
     out: list[Node] = []
     for nid in chain:
         out.extend(_expanded(store, session_id, models[nid]))

@@ -325,7 +325,7 @@ class History:
         gaps = [g for g in store.verify_markers(sid, c.provider) if g.value == c.value]
         assert not gaps, f"verify_markers found gaps: {gaps}"
         idx = store.index(sid)
-        models = {m.id: m for m in store.nodes(sid, list(idx.pred))}
+        models: dict[str, Node] = {m.id: m for m in store.nodes(sid, list(idx.pred))}
         clean: dict[str, bool] = {}  # every eligible node from the root to here is marked
 
         def is_clean(n: str | None) -> bool:

@@ -59,7 +59,16 @@ def _run(ops_: list[Op], factory: Callable[[], BaseStore], cursor: str = "marker
 
 @pytest.mark.parametrize("name", sorted(STORES))
 def test_marker_walk_matches_the_oracle_stateful(name: str) -> None:
-    run_state_machine_as_test(history_machine(STORES[name]), settings=settings())
+    runs: list[int] = []
+    machine = history_machine(STORES[name])
+
+    class Counted(machine):  # type: ignore[misc,valid-type]
+        def __init__(self) -> None:
+            super().__init__()
+            runs.append(1)
+
+    run_state_machine_as_test(Counted, settings=settings())
+    print(f"\nstateful[{name}]: {len(runs)} histories run (max_examples={settings().max_examples})")
 
 
 @pytest.mark.parametrize("name", sorted(STORES))
