@@ -59,6 +59,8 @@ class Forked:
     """Every node as (id, predecessor, role) in insertion order (a topological order)."""
     eligible: list[str] = field(default_factory=list)
     """Eligible ids (memory default) in insertion order."""
+    tail: list[str] = field(default_factory=list)
+    """The tail fork's ids, oldest first; the head is the last."""
     position: dict[str, int] = field(default_factory=dict)
     """Node id -> the index in :attr:`chain` of its chain node (side nodes: of their fork)."""
 
@@ -67,9 +69,16 @@ def _text(rng: random.Random, i: int) -> str:
     return f"turn {i}: " + " ".join(rng.choices(_WORDS, k=8))
 
 
-def forked_plan(session_id: str, n: int, *, fork_every: int = 100, side: int = 3) -> Forked:
-    """Return the shape of a forked session of ``n`` chain nodes (ids, predecessors, roles)."""
-    plan = Forked(session_id, head=f"{session_id}:{n - 1:08d}")
+def forked_plan(
+    session_id: str, n: int, *, fork_every: int = 100, side: int = 3, tail: int = PENDING
+) -> Forked:
+    """Return the shape of a forked session of ``n`` chain nodes (ids, predecessors, roles).
+
+    Besides the side branches, the head sits on a *tail fork*: ``tail`` user and assistant turns
+    forking off the chain ``2 * tail`` nodes before its end (a user who edited a message and went on),
+    so the head's branch is shorter than the old chain.
+    """
+    plan = Forked(session_id, head="")
     prev: str | None = None
     for i in range(n):
         nid = f"{session_id}:{i:08d}"
@@ -88,6 +97,16 @@ def forked_plan(session_id: str, n: int, *, fork_every: int = 100, side: int = 3
                 plan.position[sid] = i
                 sp = sid
         prev = nid
+    at = max(0, n - 1 - 2 * tail)
+    prev = plan.chain[at] if tail else prev
+    for j in range(tail):
+        tid = f"{session_id}:tail/{j:04d}"
+        plan.rows.append((tid, prev, Role.USER if j % 2 == 0 else Role.ASSISTANT))
+        plan.eligible.append(tid)
+        plan.tail.append(tid)
+        plan.position[tid] = at
+        prev = tid
+    plan.head = prev or ""
     return plan
 
 
@@ -139,16 +158,19 @@ def mark_prefix(
 
 def pending_store(directory: Path, n: int) -> tuple[SessionStore, Forked, list[str]]:
     """The store of :mod:`bench_pending` and :mod:`bench_mark`: session ``"p"``, a forked session of
-    ``n`` chain nodes whose eligible nodes carry ``written["memory"] = "ws"`` except the last 10
-    eligible chain nodes at the head. Returns the store, the plan and the 10 unwritten ids."""
+    ``n`` chain nodes whose eligible nodes carry ``written["memory"] = "ws"`` (side branches and the
+    old chain's end included: each was the head once and was written then) except the
+    :data:`PENDING` turns of the tail fork at the head. Returns the store, the plan and those ids."""
     store, done = cached_store(directory, f"pending-{n}.db")
     plan = forked_plan("p", n)
     if not done:
         build_forked(store, "p", n)
-        mark_prefix(store, plan, "memory", "ws", PENDING)
+        tail = set(plan.tail)
+        todo = [e for e in plan.eligible if e not in tail]
+        for i in range(0, len(todo), BATCH):
+            store.mark("p", todo[i : i + BATCH], "memory", "ws")
         finish_build(store)
-    unwritten = [e for e in plan.eligible[-(2 * PENDING + 100) :] if "/" not in e][-PENDING:]
-    return store, plan, unwritten
+    return store, plan, list(plan.tail)
 
 
 def cached_store(directory: Path, name: str) -> tuple[SessionStore, bool]:

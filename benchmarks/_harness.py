@@ -27,10 +27,12 @@ from rich.console import Console
 from rich.table import Table
 
 __all__ = [
+    "Alt",
     "Bench",
     "Result",
     "Target",
     "fmt_seconds",
+    "interleaved",
     "machine",
     "measure",
     "parse_args",
@@ -122,6 +124,17 @@ class Bench:
         r = Result(group, name, size, runs, per, note)
         self.results.append(r)
         return r
+
+    def compare(
+        self, group: str, size: int, alts: list[Alt], *, repeats: int | None = None
+    ) -> list[Result]:
+        """Time alternatives round-robin (see :func:`interleaved`) and record their results."""
+        got = interleaved(alts, repeats=repeats or self.repeats)
+        out = [
+            Result(group, a.name, size, r, a.per, a.note) for a, r in zip(alts, got, strict=True)
+        ]
+        self.results.extend(out)
+        return out
 
     def get(self, group: str, name: str, size: int) -> Result:
         """Return a recorded result."""
@@ -221,30 +234,53 @@ class Bench:
         return data
 
 
+@dataclass
+class Alt:
+    """One alternative of a comparison."""
+
+    name: str
+    fn: Callable[[], Any]
+    """What is timed."""
+    setup: Callable[[], Any] | None = None
+    """Run before each timed call, untimed (fresh data for a write)."""
+    per: int = 1
+    note: str = ""
+
+
 def measure(
     fn: Callable[[], Any], *, repeats: int = 5, setup: Callable[[], Any] | None = None
 ) -> list[float]:
-    """Run ``fn`` once to warm up, then ``repeats`` times; return the timed runs in seconds.
+    """Run ``fn`` once to warm up, then ``repeats`` times; return the timed runs in seconds."""
+    return interleaved([Alt("", fn, setup)], repeats=repeats)[0]
 
-    Very fast functions are run in a loop so each timed run lasts at least ~2 ms, and the figure is the
-    time of one call. The cyclic GC is collected before each run so one run's garbage does not land in
-    the next.
+
+def interleaved(alts: list[Alt], *, repeats: int = 5) -> list[list[float]]:
+    """Warm each alternative up, then time them round-robin; return each one's runs in seconds.
+
+    Round-robin (A, B, A, B, ...) spreads the load of a busy machine over every alternative alike, so
+    their ratio holds even when the absolute figures drift. Very fast functions run in a loop so each
+    timed run lasts at least ~2 ms, and the figure is the time of one call. The cyclic GC is collected
+    before each run so one run's garbage does not land in the next.
     """
-    if setup is not None:
-        setup()
-    t = time.perf_counter()
-    fn()
-    once = time.perf_counter() - t
-    loops = 1 if setup is not None or once > 2e-3 else max(1, int(2e-3 / max(once, 1e-7)))
-    runs: list[float] = []
-    for _ in range(max(5, repeats)):
-        if setup is not None:
-            setup()
-        gc.collect()
+    loops: list[int] = []
+    for a in alts:
+        if a.setup is not None:
+            a.setup()
         t = time.perf_counter()
-        for _ in range(loops):
-            fn()
-        runs.append((time.perf_counter() - t) / loops)
+        a.fn()
+        once = time.perf_counter() - t
+        fast = a.setup is None and once < 2e-3
+        loops.append(max(1, int(2e-3 / max(once, 1e-7))) if fast else 1)
+    runs: list[list[float]] = [[] for _ in alts]
+    for _ in range(max(5, repeats)):
+        for a, k, out in zip(alts, loops, runs, strict=True):
+            if a.setup is not None:
+                a.setup()
+            gc.collect()
+            t = time.perf_counter()
+            for _ in range(k):
+                a.fn()
+            out.append((time.perf_counter() - t) / k)
     return runs
 
 

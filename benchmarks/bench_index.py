@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _gen import build_forked, cached_store, finish_build, forked_plan, mark_prefix  # noqa: E402
-from _harness import Bench, parse_args, scratch_dir  # noqa: E402
+from _harness import Alt, Bench, parse_args, scratch_dir  # noqa: E402
 
 from graph import SessionStore  # noqa: E402
 
@@ -61,15 +61,19 @@ def _single(bench: Bench, directory: Path, n: int) -> None:
 
     assert len(floor()) == total
     g = "rebuild one session"
-    bench.measure(g, "floor: bare SELECT id, predecessor -> dict", n, floor, per=total)
-    bench.measure(g, "floor + bits -> two dicts", n, floor_bits, per=total)
-    bench.measure(g, "store.rebuild_index(sid)", n, lambda: store.rebuild_index("s"), per=total)
-    bench.measure(
+    bench.compare(
         g,
-        "store.rebuild_index(sid), every node marked",
         n,
-        lambda: store.rebuild_index("m"),
-        per=total,
+        [
+            Alt("floor: bare SELECT id, predecessor -> dict", floor, per=total),
+            Alt("floor + bits -> two dicts", floor_bits, per=total),
+            Alt("store.rebuild_index(sid)", lambda: store.rebuild_index("s"), per=total),
+            Alt(
+                "store.rebuild_index(sid), every node marked",
+                lambda: store.rebuild_index("m"),
+                per=total,
+            ),
+        ],
     )
     bench.target(
         f"rebuild one session {n:.0e} / floor",
@@ -90,7 +94,6 @@ def _single(bench: Bench, directory: Path, n: int) -> None:
     first.index("s")
     eligible = iter(plan.eligible)
     g = "refresh after another connection writes"
-    bench.measure(g, "full rebuild", n, lambda: first.rebuild_index("s"), per=total)
 
     def append10() -> None:
         for i in range(10):
@@ -99,9 +102,16 @@ def _single(bench: Bench, directory: Path, n: int) -> None:
     def mark100() -> None:
         other.mark("s", [next(eligible) for _ in range(100)], "refresh", "ws")
 
-    bench.measure(g, "index(sid) after 10 appends", n, lambda: first.index("s"), setup=append10)
-    bench.measure(g, "index(sid) after 100 marks", n, lambda: first.index("s"), setup=mark100)
-    bench.measure(g, "index(sid), nothing changed", n, lambda: first.index("s"))
+    bench.compare(
+        g,
+        n,
+        [
+            Alt("full rebuild", lambda: first.rebuild_index("s"), per=total),
+            Alt("index(sid) after 10 appends", lambda: first.index("s"), append10),
+            Alt("index(sid) after 100 marks", lambda: first.index("s"), mark100),
+            Alt("index(sid), nothing changed", lambda: first.index("s")),
+        ],
+    )
     for what in ("10 appends", "100 marks"):
         if n < 100_000:  # the target is stated for a 1e5-node session and up
             continue
@@ -142,8 +152,14 @@ def _every(bench: Bench, directory: Path, n: int) -> None:
             store.rebuild_index(s.id)
 
     g = f"rebuild every session ({count:,} sessions)"
-    bench.measure(g, "floor: one bare SELECT -> dict per session", n, floor, per=total)
-    bench.measure(g, "rebuild_index of every session", n, rebuild_all, per=total)
+    bench.compare(
+        g,
+        n,
+        [
+            Alt("floor: one bare SELECT -> dict per session", floor, per=total),
+            Alt("rebuild_index of every session", rebuild_all, per=total),
+        ],
+    )
     bench.target(
         f"rebuild every session {n:.0e} / floor",
         bench.ratio(

@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _gen import mark_prefix, pending_store  # noqa: E402
-from _harness import Bench, parse_args, scratch_dir  # noqa: E402
+from _harness import Alt, Bench, parse_args, scratch_dir  # noqa: E402
 
 from graph import SessionStore  # noqa: E402
 
@@ -73,8 +73,14 @@ def _run(bench: Bench, directory: Path, n: int) -> None:
         bare.execute("COMMIT")
 
     g = "mark a batch of 100"
-    bench.measure(g, "bare sqlite3: 100 marker rows, one transaction", n, floor, setup=next_rows)
-    bench.measure(g, "store.mark(100 nodes)", n, mark, setup=next_batch)
+    bench.compare(
+        g,
+        n,
+        [
+            Alt("bare sqlite3: 100 marker rows, one transaction", floor, next_rows),
+            Alt("store.mark(100 nodes)", mark, next_batch),
+        ],
+    )
     bare.close()
     store.close()
     for suffix in ("", "-wal", "-shm"):

@@ -1,17 +1,20 @@
 """``pending()`` by the marker walk, against the id-set oracle, the ordinal cursor and a bare dict walk.
 
 Subjects (issue 7, item 2): a branch of 1e3..1e5 chain nodes (1e6 in full mode) with a side branch of
-three turns forking every 100 nodes, every eligible node written by the consumer (the side branches
-too: each was the head once) except the 10 newest at the head. For each size:
+three turns forking every 100 nodes, every eligible node written by the consumer (side branches and
+the old chain's end too: each was the head once), and the head on a *tail fork*: 10 new turns forking
+off 20 nodes before the old chain's end (a user edited a message and went on). For each size:
 
 * bare dict walk: the floor, an inline loop over the index's plain dicts that stops at the first
   marker, over the same nodes the marker walk visits;
 * ``graph.walks.walk_pending`` on the cached index (the marker walk alone);
 * ``store.pending_ids``: the walk plus the index freshness check (one ``PRAGMA data_version``);
 * ``store.pending``: the same, plus reading and decoding the 10 pending nodes' payloads;
-* the id-set oracle: the set of written ids, tested against every node of the branch;
-* the ordinal cursor: "written up to position k of the branch"; k counts what the consumer wrote,
-  side branches included, so after forks it points past the head and returns nothing (wrong).
+* the id-set oracle and the ordinal cursor on the index (no payloads read: their cheapest form);
+  the ordinal cursor's position is the old chain's length, beyond the head's new, shorter branch, so
+  it returns nothing (wrong);
+* the reference cursors of ``graph.cursors`` (``IdSetCursor``, ``OrdinalCursor``), which read every
+  node of the branch as models: up to 1e4 nodes only (about 0.1 ms per node).
 
 The note column says how many nodes each returned; the right answer is 10.
 """
@@ -24,29 +27,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _gen import PENDING, pending_store  # noqa: E402
-from _harness import Bench, parse_args, scratch_dir  # noqa: E402
+from _harness import Alt, Bench, parse_args, scratch_dir  # noqa: E402
 
 from graph import MEMORY_ELIGIBLE, walks  # noqa: E402
+from graph.cursors import IdSetCursor, OrdinalCursor  # noqa: E402
 from graph.index import SessionIndex  # noqa: E402
-
-try:  # the reference cursors (DESIGN.md 4), when present
-    from graph.cursors import IdSetCursor, OrdinalCursor  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - fallback until graph.cursors lands
-    IdSetCursor = OrdinalCursor = None
-
-
-def _ordinal(index: SessionIndex, head: str, position: int) -> list[str]:
-    """The ordinal cursor: the eligible nodes of the branch after its first ``position``."""
-    if OrdinalCursor is not None:
-        return list(OrdinalCursor(position).pending_ids(index, head, MEMORY_ELIGIBLE))
-    test, bits = MEMORY_ELIGIBLE.test, index.bits
-    return [n for n in walks.branch_ids(index, head) if test(bits[n])][position:]
 
 
 def _id_set(index: SessionIndex, head: str, written: set[str]) -> list[str]:
-    """The id-set oracle: every eligible node of the branch whose id is not in ``written``."""
-    if IdSetCursor is not None:
-        return list(IdSetCursor(written).pending_ids(index, head, MEMORY_ELIGIBLE))
+    """The id-set oracle on the index (no payloads): the branch's eligible nodes not in ``written``."""
     test, bits, pred = MEMORY_ELIGIBLE.test, index.bits, index.pred
     out: list[str] = []
     n: str | None = head
@@ -58,6 +47,17 @@ def _id_set(index: SessionIndex, head: str, written: set[str]) -> list[str]:
     return out
 
 
+def _ordinal(index: SessionIndex, head: str, ordinal: int) -> list[str]:
+    """The ordinal cursor on the index: the branch's eligible nodes at a 1-based position > ordinal."""
+    test, bits = MEMORY_ELIGIBLE.test, index.bits
+    branch = walks.branch_ids(index, head)
+    return [n for n in branch[ordinal:] if test(bits[n])]
+
+
+REFERENCE_UP_TO = 10_000
+"""The largest size the ``graph.cursors`` reference cursors run at (they read every node)."""
+
+
 def _run(bench: Bench, directory: Path, n: int) -> None:
     with bench.timed(f"generate {n:.0e}"):
         store, plan, unwritten = pending_store(directory, n)
@@ -65,6 +65,8 @@ def _run(bench: Bench, directory: Path, n: int) -> None:
     head = plan.head
     pm = index.marks["memory"]
     written = {k for k, v in pm.items() if v == "ws"}
+    # The consumer wrote the old chain (n rows, no rewinds) while it was the head: its ordinal is n.
+    ordinal = len(plan.chain)
     mask, codes = MEMORY_ELIGIBLE.mask, MEMORY_ELIGIBLE.codes
     pred, bits = index.pred, index.bits
 
@@ -87,10 +89,18 @@ def _run(bench: Bench, directory: Path, n: int) -> None:
         ),
         "store.pending_ids": lambda: store.pending_ids("p", "memory", "ws"),
         "store.pending (reads 10 nodes)": lambda: store.pending("p", "memory", "ws"),
-        "id-set oracle": lambda: _id_set(index, head, written),
-        "ordinal cursor": lambda: _ordinal(index, head, len(written)),
+        "id-set oracle on the index (no payloads)": lambda: _id_set(index, head, written),
+        "ordinal cursor on the index": lambda: _ordinal(index, head, ordinal),
     }
+    if n <= REFERENCE_UP_TO:
+        runs["IdSetCursor.pending (graph.cursors)"] = lambda: IdSetCursor(written).pending(
+            store, "p"
+        )
+        runs["OrdinalCursor.pending (graph.cursors)"] = lambda: OrdinalCursor(ordinal).pending(
+            store, "p"
+        )
     visited = walks.walk_pending(index, head, "memory", "ws", MEMORY_ELIGIBLE).visited
+    alts = []
     for name, fn in runs.items():
         got = fn()
         ids = [g if isinstance(g, str) else g.id for g in got]
@@ -98,7 +108,8 @@ def _run(bench: Bench, directory: Path, n: int) -> None:
         note = f"returned {len(ids)}" + ("" if right else f" (WRONG, expected {PENDING})")
         if name.startswith("bare"):
             note += f"; walks {visited} nodes"
-        bench.measure("pending, 10 unwritten at the head", name, n, fn, note=note)
+        alts.append(Alt(name, fn, note=note))
+    bench.compare("pending, 10 unwritten at the head", n, alts)
     store.close()
 
 
@@ -131,10 +142,13 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             "<=",
             5,
         )
-    for name in ("store.pending_ids", "store.pending (reads 10 nodes)"):
+    for oracle, name in (
+        ("id-set oracle on the index (no payloads)", "store.pending_ids"),
+        ("id-set oracle on the index (no payloads)", "store.pending (reads 10 nodes)"),
+    ):
         bench.target(
-            f"id-set oracle / {name} at {big:.0e}",
-            bench.ratio(g, "id-set oracle", name, big),
+            f"{oracle} / {name} at {big:.0e}",
+            bench.ratio(g, oracle, name, big),
             ">=",
             10_000 if big >= 1_000_000 else 1_000,
         )
