@@ -1,0 +1,304 @@
+"""Import of Claude Code, pi and Codex transcripts, against reading and parsing the same files with orjson.
+
+Subject (issue 7, item 5). For each format, generated transcripts of 1e4 entries (and 1e5 in full
+mode) and, when present, the real corpus (``../shared/corpus``, read in place, never copied). Each
+import runs into a fresh SQLite store file (made before the clock starts); the floor is reading the
+same file and parsing every line with ``orjson``.
+
+Generated transcripts are seeded and shaped like the corpus: Claude Code entries with ``uuid`` and
+``parentUuid`` (user and assistant turns, tool calls with their results, a ``progress`` entry every
+tenth line, a file-history snapshot every fiftieth); pi v3 entries with ``id``/``parentId`` after a
+``session`` header; Codex rollout lines after ``session_meta`` (user and assistant messages, function
+calls and outputs, token counts). The note column says how many nodes the import stored.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _harness import Alt, Bench, parse_args, scratch_db, scratch_dir  # noqa: E402
+
+from graph import SessionStore  # noqa: E402
+from graph.importers import claude_code, codex, import_paths, pi  # noqa: E402
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+"""The shared corpus of real transcripts, beside the repository."""
+
+_T0 = datetime(2025, 3, 1, tzinfo=UTC)
+_WORDS = (
+    "please refactor the parser so that malformed lines are skipped and reported with their"
+    " line numbers while the rest of the transcript still imports into the session graph"
+).split()
+
+
+def _stamp(i: int) -> str:
+    return (_T0 + timedelta(milliseconds=250 * i)).isoformat().replace("+00:00", "Z")
+
+
+def _uuid(rng: random.Random) -> str:
+    return "%08x-%04x-4%03x-8%03x-%012x" % (  # noqa: UP031
+        rng.getrandbits(32),
+        rng.getrandbits(16),
+        rng.getrandbits(12),
+        rng.getrandbits(12),
+        rng.getrandbits(48),
+    )
+
+
+def _say(rng: random.Random) -> str:
+    return " ".join(rng.choices(_WORDS, k=rng.randint(6, 30)))
+
+
+def claude_code_lines(n: int, seed: int = 1) -> list[dict[str, Any]]:
+    """``n`` Claude Code entries of one session."""
+    rng = random.Random(seed)
+    sid = _uuid(rng)
+    out: list[dict[str, Any]] = []
+    prev: str | None = None
+    call = ""
+    for i in range(n):
+        common = {
+            "isSidechain": False,
+            "userType": "external",
+            "cwd": "/work/app",
+            "sessionId": sid,
+        }
+        common |= {"version": "2.0.13", "gitBranch": "main", "timestamp": _stamp(i)}
+        u = _uuid(rng)
+        if i % 50 == 49:
+            out.append(
+                {
+                    "type": "file-history-snapshot",
+                    "messageId": u,
+                    "snapshot": {"messageId": u, "trackedFileBackups": {}, "timestamp": _stamp(i)},
+                    "isSnapshotUpdate": False,
+                }
+            )
+            continue
+        if i % 10 == 9:
+            entry = {"type": "progress", "data": {"type": "hook_progress", "hookName": "lint"}}
+        elif i % 4 == 0:
+            entry = {"type": "user", "message": {"role": "user", "content": _say(rng)}}
+        elif i % 4 == 1:
+            call = "toolu_" + _uuid(rng).replace("-", "")[:24]
+            entry = {
+                "type": "assistant",
+                "message": {
+                    "id": "msg_" + u[:8],
+                    "role": "assistant",
+                    "model": "claude-sonnet-4-5",
+                    "content": [
+                        {"type": "text", "text": _say(rng)},
+                        {"type": "tool_use", "id": call, "name": "Read", "input": {"path": "a.py"}},
+                    ],
+                },
+            }
+        elif i % 4 == 2:
+            entry = {
+                "type": "user",
+                "message": {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": call, "content": _say(rng)}],
+                },
+            }
+        else:
+            entry = {
+                "type": "assistant",
+                "message": {
+                    "id": "msg_" + u[:8],
+                    "role": "assistant",
+                    "model": "claude-sonnet-4-5",
+                    "content": [{"type": "text", "text": _say(rng)}],
+                },
+            }
+        out.append({"parentUuid": prev, **common, **entry, "uuid": u})
+        prev = u
+    return out
+
+
+def pi_lines(n: int, seed: int = 2) -> list[dict[str, Any]]:
+    """A pi v3 session: a header and ``n - 1`` entries."""
+    rng = random.Random(seed)
+    out: list[dict[str, Any]] = [
+        {"type": "session", "version": 3, "id": _uuid(rng), "timestamp": _stamp(0), "cwd": "/work"}
+    ]
+    prev: str | None = None
+    call = ""
+    for i in range(1, n):
+        eid = "%08x" % rng.getrandbits(32)  # noqa: UP031
+        if i % 3 == 1:
+            msg: dict[str, Any] = {"role": "user", "content": [{"type": "text", "text": _say(rng)}]}
+        elif i % 3 == 2:
+            call = "toolu_" + eid
+            msg = {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": _say(rng)},
+                    {"type": "toolCall", "id": call, "name": "read", "arguments": {"path": "a"}},
+                ],
+            }
+        else:
+            msg = {
+                "role": "toolResult",
+                "toolCallId": call,
+                "toolName": "read",
+                "content": [{"type": "text", "text": _say(rng)}],
+                "isError": False,
+            }
+        out.append(
+            {"type": "message", "id": eid, "parentId": prev, "timestamp": _stamp(i), "message": msg}
+        )
+        prev = eid
+    return out
+
+
+def codex_lines(n: int, seed: int = 3) -> list[dict[str, Any]]:
+    """A Codex rollout: ``session_meta`` and ``n - 1`` lines."""
+    rng = random.Random(seed)
+    out: list[dict[str, Any]] = [
+        {
+            "timestamp": _stamp(0),
+            "type": "session_meta",
+            "payload": {
+                "id": _uuid(rng),
+                "timestamp": _stamp(0),
+                "cwd": "/work",
+                "cli_version": "0.89.0",
+            },
+        }
+    ]
+    call = ""
+    for i in range(1, n):
+        k = i % 5
+        if k == 1:
+            p: dict[str, Any] = {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": _say(rng)}],
+            }
+        elif k == 2:
+            call = "call_" + _uuid(rng).replace("-", "")[:24]
+            p = {
+                "type": "function_call",
+                "name": "exec_command",
+                "arguments": '{"cmd":"ls"}',
+                "call_id": call,
+            }
+        elif k == 3:
+            p = {"type": "function_call_output", "call_id": call, "output": _say(rng)}
+        elif k == 4:
+            p = {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": _say(rng)}],
+            }
+        else:
+            out.append(
+                {
+                    "timestamp": _stamp(i),
+                    "type": "event_msg",
+                    "payload": {"type": "token_count", "info": None},
+                }
+            )
+            continue
+        out.append({"timestamp": _stamp(i), "type": "response_item", "payload": p})
+    return out
+
+
+FORMATS: dict[str, tuple[Callable[[int], list[dict[str, Any]]], Any]] = {
+    "claude-code": (claude_code_lines, claude_code.import_file),
+    "pi": (pi_lines, pi.import_file),
+    "codex": (codex_lines, codex.import_file),
+}
+
+
+def _write(path: Path, lines: list[dict[str, Any]]) -> Path:
+    path.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    return path
+
+
+def _read_parse(paths: list[Path]) -> int:
+    count = 0
+    for p in paths:
+        with open(p, "rb") as f:
+            for line in f:
+                if line.strip():
+                    orjson.loads(line)
+                    count += 1
+    return count
+
+
+def _run(
+    bench: Bench, directory: Path, label: str, size: int, files: list[Path], importer: Any
+) -> None:
+    state: dict[str, Any] = {}
+    k = iter(range(10**6))
+
+    def fresh() -> None:
+        if "store" in state:
+            state["store"].close()
+        state["store"] = SessionStore(scratch_db(directory, f"import-{next(k) % 2}.db"))
+
+    def do_import() -> None:
+        state["nodes"] = sum(importer(state["store"], f).nodes_added for f in files)
+
+    def do_paths() -> None:
+        report = import_paths(state["store"], files)
+        bad = [f.error for f in report.files if f.error]
+        assert not bad, bad
+        state["nodes"] = sum(f.nodes_added for f in report.files)
+
+    run = do_paths if importer is None else do_import
+    fresh()
+    run()
+    nodes = state["nodes"]
+    g = f"import {label}"
+    imp, _ = bench.compare(
+        g,
+        size,
+        [
+            Alt("import into a fresh store", run, fresh, per=size),
+            Alt("floor: read + orjson.loads every line", lambda: _read_parse(files), per=size),
+        ],
+    )
+    imp.note = f"{nodes:,} nodes stored"
+    state["store"].close()
+    bench.target(
+        f"import {label} / read-and-parse",
+        bench.ratio(g, "import into a fresh store", "floor: read + orjson.loads every line", size),
+        "<=",
+        3,
+    )
+
+
+def main(argv: list[str] | None = None) -> dict[str, object]:
+    """Run the import benchmarks and return the JSON-shaped results."""
+    args = parse_args(__doc__.splitlines()[0], argv)
+    sizes = [10_000] if args.quick else [10_000, 100_000]
+    bench = Bench("import", args.quick, args.repeats)
+    with scratch_dir(args.dir) as directory:
+        if CORPUS.is_dir():
+            files = sorted(CORPUS.glob("*/*.jsonl"))
+            entries = _read_parse(files)
+            _run(bench, directory, f"corpus ({len(files)} files)", entries, files, None)
+        else:
+            bench.timings["corpus absent: skipped"] = 0.0
+        for fmt, (make, importer) in FORMATS.items():
+            for n in sizes:
+                with bench.timed(f"generate {fmt} {n:.0e}"):
+                    path = _write(directory / f"gen-{fmt}-{n}.jsonl", make(n))
+                _run(bench, directory, f"{fmt} generated", n, [path], importer)
+    return bench.finish(args.json)
+
+
+if __name__ == "__main__":
+    main()
