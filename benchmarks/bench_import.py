@@ -1,7 +1,7 @@
 """Import of Claude Code, pi and Codex transcripts, against reading and parsing the same files with orjson.
 
-Subject (issue 7, item 5). For each format, generated transcripts of 1e4 entries (and 1e5 in full
-mode) and, when present, the real corpus (``../shared/corpus``, read in place, never copied). Each
+Subject (issue 7, item 5). For each format, generated transcripts of 1e4 and 1e5 entries (quick mode:
+2e3) and, when present, the real corpus (``../shared/corpus``, read in place, never copied). Each
 import runs into a fresh SQLite store file (made before the clock starts); the floor is reading the
 same file and parsing every line with ``orjson``.
 
@@ -283,7 +283,7 @@ def _run(
 def main(argv: list[str] | None = None) -> dict[str, object]:
     """Run the import benchmarks and return the JSON-shaped results."""
     args = parse_args(__doc__.splitlines()[0], argv)
-    sizes = [10_000] if args.quick else [10_000, 100_000]
+    sizes = [2_000] if args.quick else [10_000, 100_000]
     bench = Bench("import", args.quick, args.repeats)
     with scratch_dir(args.dir) as directory:
         if CORPUS.is_dir():

@@ -6,6 +6,9 @@ equal in every observable way to pydantic's validated construction.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,3 +41,35 @@ def test_read_nodes_equal_validated_nodes(twin: str, tmp_path: Path) -> None:
         == Node.model_validate_json(got[0].model_dump_json()).model_dump_json()
     )
     store.close()
+
+
+def test_quick_mode_runs_every_benchmark_and_writes_json(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCHMARKS / "run_all.py"),
+            "--quick",
+            "--json",
+            str(out),
+            "--dir",
+            str(tmp_path / "scratch"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert data["mode"] == "quick"
+    assert {"nproc", "cpu", "python"} <= set(data["machine"])
+    for name in ("index", "pending", "mark", "append", "import", "peer"):
+        results = data[name]["results"]
+        assert results, name
+        for r in results:
+            assert len(r["runs"]) >= 5
+            assert r["min"] <= r["median"] <= r["max"]
+        assert data[name]["targets"], name
+    # The ordinal cursor's failure after a fork is reported, not hidden.
+    notes = [r["note"] for r in data["pending"]["results"] if "ordinal" in r["name"]]
+    assert notes and all("WRONG" in n for n in notes)
