@@ -12,6 +12,7 @@ raises a typed error having written nothing.
 
 from __future__ import annotations
 
+import gc
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -116,6 +117,8 @@ def _construct_node(values: dict[str, Any]) -> Node:
     object.__setattr__(node, "__pydantic_private__", None)
     return node
 
+
+_GC_PAUSE_AT = 10_000  # add_nodes batches this large run with the cyclic GC paused
 
 _EMPTY_METADATA = encode({})  # most nodes carry none: encoding it costs a third of a row
 
@@ -474,8 +477,16 @@ class BaseStore(ABC):
             CycleError, CoverageError, CodecError: nothing is written.
             UnknownNodeError: ``head`` is not a node of the session.
         """
-        with self.atomic():
-            return self._add(self.index(session_id), list(nodes), head=head, fresh=False)
+        batch = list(nodes)
+        paused = len(batch) >= _GC_PAUSE_AT and gc.isenabled()
+        if paused:  # DESIGN.md 7: the cyclic GC costs 1.2-2.4x on bulk loads
+            gc.disable()
+        try:
+            with self.atomic():
+                return self._add(self.index(session_id), batch, head=head, fresh=False)
+        finally:
+            if paused:
+                gc.enable()
 
     def _add(self, idx: SessionIndex, nodes: list[Node], *, head: Any, fresh: bool) -> list[Node]:
         sid = idx.session_id
