@@ -115,14 +115,15 @@ class _Ids:
             and _is_meta(items[1])
             and _payload(items[1]).get("id") == parent
         ):
-            end = self._copy_end(items, str(parent))
-            if end is None:
+            found = self._copy_end(items, str(parent))
+            if found is None:
                 self.report.notes.append(
                     f"fork of {parent}: the end of the copied prefix was not found; "
                     "the rollout is kept as a session of its own"
                 )
                 end = 1
             else:
+                end = found
                 ids[1:end] = self._assign(items[1:end], top=False)
                 if top:
                     self.cut = next((i for i in reversed(ids[1:end]) if i), None)
@@ -358,11 +359,11 @@ def _import(store: BaseStore, path: Path, items: list[Line], report: FileReport)
             created_at=parse_time(root_meta.get("timestamp"), EPOCH),
         )
     if sid != own:
-        meta = store.session(sid).metadata
-        forks = dict(meta.get("forks") or {})
+        stored_meta = store.session(sid).metadata
+        forks = dict(stored_meta.get("forks") or {})
         child = {k: v for k, v in ids.metas[own].items() if k != "base_instructions"}
         if forks.get(own) != child | {"path": str(path), "cut": ids.cut}:
             forks[own] = child | {"path": str(path), "cut": ids.cut}
-            store.update_session(sid, metadata=dict(meta) | {"forks": forks})
+            store.update_session(sid, metadata=dict(stored_meta) | {"forks": forks})
     head = prev if (sid == own or had_head is None) else had_head
     report.nodes_added += len(store.add_nodes(sid, new, head=head))

@@ -121,7 +121,8 @@ def _message(entry: Mapping[str, Any]) -> tuple[Kind, Role, Content, dict[str, A
     kind = entry.get("type")
     extra: dict[str, Any] = {}
     if kind == "message":
-        m = entry.get("message") if isinstance(entry.get("message"), Mapping) else {}
+        raw = entry.get("message")
+        m: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
         role = m.get("role")
         extra["message"] = {k: v for k, v in m.items() if k != "content"}
         if role in ("user", "assistant"):
