@@ -133,8 +133,14 @@ def pi_lines(n: int, seed: int = 2) -> list[dict[str, Any]]:
     ]
     prev: str | None = None
     call = ""
+    seen: set[str] = set()
     for i in range(1, n):
         eid = "%08x" % rng.getrandbits(32)  # noqa: UP031
+        while (
+            eid in seen
+        ):  # pi's 8-hex ids collide by chance in 1e5 entries; a runtime re-draws too
+            eid = "%08x" % rng.getrandbits(32)  # noqa: UP031
+        seen.add(eid)
         if i % 3 == 1:
             msg: dict[str, Any] = {"role": "user", "content": [{"type": "text", "text": _say(rng)}]}
         elif i % 3 == 2:

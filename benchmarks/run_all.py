@@ -51,18 +51,30 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     out: dict[str, object] = {"machine": machine(), "mode": "quick" if args.quick else "full"}
     seconds: dict[str, float] = {}
     targets: list[dict[str, object]] = []
+    failed: list[str] = []
     with scratch_dir(args.dir) as directory:
         for name in chosen:
             argv_one = ["--repeats", str(args.repeats), "--dir", str(directory)]
             if args.quick:
                 argv_one.append("--quick")
             start = time.perf_counter()
-            got = SCRIPTS[name](argv_one)
-            seconds[name] = time.perf_counter() - start
+            try:
+                got = SCRIPTS[name](argv_one)
+            except Exception as e:  # one failing script must not lose the others' figures
+                console.print_exception()
+                out[name] = {"error": f"{type(e).__name__}: {e}"}
+                failed.append(name)
+                continue
+            finally:
+                seconds[name] = time.perf_counter() - start
             out[name] = got
             targets += [{"bench": name, **t} for t in got["targets"]]  # type: ignore[dict-item]
+            if args.json:  # written after every script, so an interrupted run keeps what it has
+                Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+                Path(args.json).write_text(json.dumps(out, indent=2))
     out["seconds"] = seconds
     out["targets"] = targets
+    out["failed"] = failed
     table = Table(title="every target")
     for col in ("bench", "target", "measured", "bound", "met"):
         table.add_column(col)
@@ -79,6 +91,9 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(out, indent=2))
+    if failed:
+        console.print(f"[red]failed: {', '.join(failed)}[/]")
+        raise SystemExit(1)
     return out
 
 
