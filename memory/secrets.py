@@ -37,6 +37,8 @@ False positives, decided:
 * Placeholders are not secrets: ``user:password@host``, ``${DB_PASSWORD}``, ``<token>``, ``xxxx``,
   ``****``, ``YOUR_API_KEY`` and values without a digit are left alone in URLs, assignments and bearer
   headers. AWS's documented example ids (ending in ``EXAMPLE``) are left alone too.
+* Runtime ids (``toolu_...``, ``msg_...``, ``call_...``) and Stripe publishable keys (``pk_live_...``)
+  are random-looking but not credentials, and are not high-entropy findings.
 * Provider keys need a body that looks random (at least one digit and one letter), so prose such as
   ``sk-learn-is-a-python-library`` is not an OpenAI key.
 
@@ -221,16 +223,18 @@ def _assigned_literal(value: str) -> bool:
     )
 
 
-_RUNTIME_ID = re.compile(
-    r"^(?:toolu|srvtoolu|msg|msgbatch|req|agent_msg|call|resp|fc|rs|file|batch|run|thread|asst|step"
-    r"|chatcmpl)[_-][A-Za-z0-9]{16,40}$"
+_NOT_SECRET_ID = re.compile(
+    r"^(?:(?:toolu|srvtoolu|msg|msgbatch|req|agent_msg|call|resp|fc|rs|file|batch|run|thread|asst"
+    r"|step|chatcmpl)[_-][A-Za-z0-9]{16,40}"
+    r"|pk_(?:live|test)_[A-Za-z0-9]+)$"
 )
-"""Ids the model runtimes give tool calls, messages and requests (Anthropic, OpenAI): not credentials."""
+"""Ids the model runtimes give tool calls, messages and requests (Anthropic, OpenAI), and Stripe's
+publishable keys (public by design): random-looking, but not credentials."""
 
 
 def _high_entropy(value: str) -> bool:
     return (
-        not _RUNTIME_ID.match(value)
+        not _NOT_SECRET_ID.match(value)
         and any(c.isupper() for c in value)
         and any(c.islower() for c in value)
         and any(c.isdigit() for c in value)
