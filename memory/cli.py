@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import orjson
@@ -230,7 +231,12 @@ def latest(ctx: typer.Context, session: _SESSION, json: _JSON = False) -> None:
     console.print(escape(_message_text(node)))
 
 
-_COMMANDS = {"recent": recent, "open": open_, "read": read, "latest": latest}
+_COMMANDS: dict[str, Callable[..., None]] = {
+    "recent": recent,
+    "open": open_,
+    "read": read,
+    "latest": latest,
+}
 
 
 def register(app: typer.Typer) -> None:
