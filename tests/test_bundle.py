@@ -94,7 +94,9 @@ def test_a_bundle_clashing_with_stored_ids_changes_nothing(tmp_path: Path) -> No
     export_session(source, SID, path)
     target = MemorySessionStore()
     other = target.create_session("other")
-    target.append(other.id, "x", role="user", id="1c2d3e01-3f2a-4c1b-8e9d-0a1b2c3d4e5f")
+    target.append(
+        other.id, "x", role="user", id="6752a423-2d6a-4a48-861d-ac9c21470675"
+    )  # the example's first uuid
     with pytest.raises(Exception) as e:
         import_bundle(target, path)
     assert "DuplicateNode" in type(e.value).__name__

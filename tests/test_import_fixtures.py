@@ -4,6 +4,7 @@ v3 summaries, a Codex fork with a copied prefix, sub-agent files), re-imports, g
 from __future__ import annotations
 
 import shutil
+import uuid
 from pathlib import Path
 
 import orjson
@@ -26,8 +27,10 @@ FIX = ROOT / "tests" / "fixtures"
 EXAMPLE = ROOT / "examples" / "claude-code-session.jsonl"
 
 
-def cc(n: int, tag: str = "aaaa-4bbb-8ccc-dddddddddddd") -> str:
-    return f"{n:08x}-{tag}"
+def cc(tag: str, name: str) -> str:
+    """The uuid a hand-written fixture gives the entry ``name`` (uuid5-derived, version-4 shaped)."""
+    h = uuid.uuid5(uuid.NAMESPACE_URL, f"sessiongraph/{tag}/{name}").hex
+    return str(uuid.UUID(h[:12] + "4" + h[13:16] + "8" + h[17:]))
 
 
 def ids(nodes: list) -> list[str]:
@@ -45,7 +48,7 @@ def test_damaged_claude_code_file_is_repaired_and_reported(store: BaseStore) -> 
         (10, "invalid UTF-8 replaced with U+FFFD"),
     ]
     sid = "3e8f1a20-6b7c-4d5e-8f90-a1b2c3d4e5f6"
-    J = {k: cc(i) for i, k in enumerate("u1 a1 u2 a2 u3 a3 p1 r1 a4 u4 a5".split(), 0x5E000001)}
+    J = {k: cc("damaged", k) for k in "u1 a1 u2 a2 u3 a3 p1 r1 a4 u4 a5".split()}
     st = store.stats(sid)
     assert (st.nodes, st.roots, st.forks, st.rewound, st.summaries) == (11, 1, 2, 2, 0)
     assert store.session(sid).head == J["a5"]
@@ -61,7 +64,7 @@ def test_quick_start_example_has_fork_rewind_compaction_and_sub_agent(store: Bas
     assert fr.skipped == [] and fr.dangling == [] and fr.nodes_added == 20
     sid = "7d3c9a52-4f1e-4b8a-9c2d-1e5f6a7b8c90"
     names = "u1 a1 a2 pg1 r1 a3 u2 a4 u3 a5 s1 s2 r2 a6 u4 a7 cb cs u5 a8".split()
-    E = {k: cc(i, "3f2a-4c1b-8e9d-0a1b2c3d4e5f") for i, k in enumerate(names, 0x1C2D3E01)}
+    E = {k: cc("example", k) for k in names}
     st = store.stats(sid)
     assert (st.nodes, st.roots, st.forks, st.rewound, st.summaries, st.spawned) == (
         18, 1, 2, 2, 1, 1,
@@ -95,14 +98,14 @@ def test_grown_file_imports_only_the_new_entries(store: BaseStore, tmp_path: Pat
     assert claude_code.import_file(store, path).nodes_added == 11
     sid = "3e8f1a20-6b7c-4d5e-8f90-a1b2c3d4e5f6"
     u5 = orjson.loads(lines[-2])  # a5's line, reused as a template
-    u5 |= {"type": "user", "uuid": cc(0x5E00000C), "parentUuid": cc(0x5E00000B)}
+    u5 |= {"type": "user", "uuid": cc("damaged", "u5"), "parentUuid": cc("damaged", "a5")}
     u5["message"] = {"role": "user", "content": "And restaurants near the river?"}
     u5["timestamp"] = "2025-09-10T10:30:00.000Z"
     with path.open("ab") as f:
         f.write(orjson.dumps(u5) + b"\n")
     fr = claude_code.import_file(store, path)
     assert fr.nodes_added == 1 and fr.skipped == []
-    assert store.session(sid).head == cc(0x5E00000C)
+    assert store.session(sid).head == cc("damaged", "u5")
     assert store.stats(sid).rewound == 2
 
 
@@ -119,7 +122,7 @@ def test_a_failing_file_leaves_nothing_and_others_still_import(tmp_path: Path) -
     assert list(failed) == [str(bad)] and "CycleError" in failed[str(bad)]
     assert {s.id for s in store.sessions()} == {
         "7d3c9a52-4f1e-4b8a-9c2d-1e5f6a7b8c90",
-        "7d3c9a52-4f1e-4b8a-9c2d-1e5f6a7b8c90/sidechain-1c2d3e0b-3f2a-4c1b-8e9d-0a1b2c3d4e5f",
+        f"7d3c9a52-4f1e-4b8a-9c2d-1e5f6a7b8c90/sidechain-{cc('example', 's1')}",
     }
 
 
