@@ -319,13 +319,16 @@ _RULES: Final = (
     ),
     _Rule(
         URL_PASSWORD,
-        re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@\"'<>]+:(?P<v>[^\s/?#@\"']+)@[^\s@]"),
+        re.compile(
+            r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s:/?#@\"'<>]{1,256}"
+            r":(?P<v>[^\s/?#@\"']{1,256})@[^\s@]"
+        ),
         lambda v: not _PLACEHOLDER.match(v),
     ),
     _Rule(
         ASSIGNED_SECRET,
         re.compile(
-            r"(?i:[A-Za-z0-9_.-]*" + _CRED_NAME + r")[\"']?[ \t]*(?::|=|=>|:=)[ \t]*[\"']?"
+            r"(?i:" + _CRED_NAME + r")[\"']?[ \t]*(?::|=|=>|:=)[ \t]*[\"']?"
             r"(?P<v>[^\s\"',;`]{8,})"
         ),
         _assigned_literal,

@@ -188,6 +188,17 @@ def test_near_misses_are_not_secrets(text: str) -> None:
     assert check(text, "snippet") is text
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["a" * 100_000, "sk-" * 30_000, "password:" * 10_000, "http://a:" * 10_000, "x-" * 50_000],
+    ids=["one letter", "sk- prefixes", "names", "schemes", "dashes"],
+)
+def test_long_adversarial_inputs_scan_in_one_pass(text: str) -> None:
+    # every pattern is anchored at a token start and bounded, so these finish at once; a pattern that
+    # backtracks over the run (quadratic) would stall here for minutes
+    assert scan(text) == []
+
+
 def test_a_key_in_a_bearer_header_is_reported_once_as_the_provider_key() -> None:
     key = "sk-proj-" + b64url(60)
     text = f"Authorization: Bearer {key}"
