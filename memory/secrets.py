@@ -35,8 +35,10 @@ False positives, decided:
   treated as a secret only where a credential name is assigned it (``secret_key = "9f86d08..."``).
   UUIDs and hex never match the high-entropy rule because it requires both letter cases.
 * Placeholders are not secrets: ``user:password@host``, ``${DB_PASSWORD}``, ``<token>``, ``xxxx``,
-  ``****``, ``YOUR_API_KEY`` and values without a digit are left alone in URLs, assignments and bearer
-  headers. AWS's documented example ids (ending in ``EXAMPLE``) are left alone too.
+  ``****`` and ``YOUR_API_KEY`` are left alone in URLs, assignments and bearer headers, and so are
+  assigned values and bearer tokens without a digit (a password in a URL needs none: ``admin:letmein@``
+  is found). Assigned values that are code, paths or URLs (``os.environ[...]``, ``/etc/...``) are left
+  alone. AWS's documented example ids (ending in ``EXAMPLE``) are left alone too.
 * Runtime ids (``toolu_...``, ``msg_...``, ``call_...``) and Stripe publishable keys (``pk_live_...``)
   are random-looking but not credentials, and are not high-entropy findings.
 * Provider keys need a body that looks random (at least one digit and one letter), so prose such as

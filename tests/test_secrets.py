@@ -100,6 +100,7 @@ POSITIVES = [
         "@db.internal:5432/app",
     ),
     (secrets.URL_PASSWORD, "clone https://bot:", "hunter2", "@git.example.com/x.git"),
+    (secrets.URL_PASSWORD, "postgres://admin:", "letmein", "@db/app"),
     (secrets.ASSIGNED_SECRET, "api_key = '", rand(32, "0123456789abcdef"), "'"),
     (secrets.ASSIGNED_SECRET, '{"client_secret": "', rand(20), '"}'),
     (secrets.ASSIGNED_SECRET, "password: ", "Tr0ub4dor&3x", ""),
