@@ -165,21 +165,24 @@ def open_session(store: BaseStore, session_id: str) -> SessionInfo:
     return _info(store, session_id)
 
 
-def _note(window_end: str, total: int, returned: int, older: int, newer: int) -> str:
+def _note(total: int, returned: int, older: int, newer: int, before: str | None) -> str:
     if total == 0:
         return "The session has no messages."
+    after = (
+        f" The {newer} newer message{'s' if newer != 1 else ''} from node {before} on "
+        f"{'were' if newer != 1 else 'was'} left out, as asked."
+        if newer
+        else ""
+    )
     if returned == 0:
-        return f"No messages precede {window_end}; all {total} messages are newer."
-    where = "on the head's branch" if not newer else f"before {window_end}"
+        return f"No messages precede node {before}." + after
     if not older:
         shown = f"all {returned} messages" if not newer else f"the oldest {returned} messages"
-        return f"Returned {shown} {where}; there are no older messages."
-    first = older + 1
-    last = older + returned
+        return f"Returned {shown} of the head's branch; there are no older messages." + after
     return (
-        f"Returned messages {first}-{last} of {total}; {older} older "
-        f"message{'s were' if older != 1 else ' was'} not returned. Read again with before set to the "
-        f"oldest message returned to see them."
+        f"Returned messages {older + 1}-{older + returned} of {total}; {older} older "
+        f"message{'s were' if older != 1 else ' was'} not returned. Read again with before set to "
+        f"the oldest message returned to see them." + after
     )
 
 
@@ -235,7 +238,7 @@ def read_transcript(
         older=start,
         newer=len(ids) - end,
         before=NodeId(before) if before else None,
-        note=_note(f"node {before}", len(ids), len(messages), start, len(ids) - end)
+        note=_note(len(ids), len(messages), start, len(ids) - end, before)
         + (f" The count {count} was clamped to {n}." if count is not None and count != n else ""),
     )
 
