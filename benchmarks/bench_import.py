@@ -279,7 +279,7 @@ def _run(
     imp.note = f"{nodes:,} nodes stored"
     state["store"].close()
     bench.target(
-        f"import {label} / read-and-parse",
+        f"import {label} {size:,} / read-and-parse",
         bench.ratio(g, "import into a fresh store", "floor: read + orjson.loads every line", size),
         "<=",
         3,
