@@ -1,0 +1,627 @@
+r"""Edited Markdown topic files back into record changes (DESIGN.md 6; seed 000 section 5).
+
+A person corrects memory by editing the rendered topic files (``views/topics/<topic>.md``, grammar in
+:mod:`memory.views`) in a staging directory; :func:`parse_topic` reads one file back into a
+:class:`~memory.changes.RewriteTopic` and :func:`apply_edits` applies every changed file through
+:meth:`MemoryWorkspace.apply <memory.workspace.MemoryWorkspace.apply>`, the same validated transaction a
+writer's changes go through. An edit that cannot be read, or that the transaction refuses, raises
+:class:`EditError` naming the file and the line; nothing changes.
+
+What an edit may do:
+
+* change a record's content lines, its ``<!-- record {...} -->`` tags and time, its headings, or the
+  label and snippet of its footnotes; reorder blocks; point a footnote at another archived source;
+* add a record: a block without an anchor whose last line ends with footnote references
+  (``[^any-label]``) defined below as ``[^any-label]: [label](source:<source-id> "<snippet JSON>")``.
+
+What it may not (each an :class:`EditError` with a :class:`~memory.errors.Rejection` code):
+
+* remove a record's anchor ``^<id>`` or its whole block (``RECORD_LOST``: use ``sessiongraph memory
+  delete``, which can be undone); name an anchor that is not a record (``UNKNOWN_RECORD``);
+* cite a source that is not in the archive (``UNKNOWN_SOURCE``), reference a footnote that is not defined,
+  define one nobody references, or write a footnote line outside the grammar (``MALFORMED``);
+* anything the transaction refuses (caps, secrets, dangling links), reported at the record's line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memory import caps
+from memory.changes import ChangeSet, RewriteTopic, SourceRef, TopicRecord
+from memory.errors import MemoryLayerError, RejectedError, Rejection
+from memory.secrets import scan
+from memory.transactions import State, plan
+from memory.workspace import MemoryWorkspace
+
+__all__ = [
+    "EditError",
+    "ParsedTopic",
+    "apply_edits",
+    "edited_changes",
+    "parse_topic",
+    "stage_topics",
+]
+
+_ANCHOR = re.compile(r" \^([A-Za-z0-9-]+)$")
+_REF = re.compile(r" \[\^([^\]\s]+)\]$")
+_FOOTNOTE = re.compile(
+    r'^\[\^([^\]\s]+)\]: \[((?:\\.|[^\\\]])*)\]\(source:(\S+) ("(?:\\.|[^"\\])*")\)$'
+)
+_META = re.compile(r"^<!-- record (\{.*\}) -->$")
+_HEADING = re.compile(r"^(#{2,}) (.+)$")
+
+
+class EditError(MemoryLayerError, ValueError):
+    """An edited topic file was refused; the workspace was left exactly as it was.
+
+    Attributes:
+        path: The file at fault (as given to the parser).
+        line: The 1-based line at fault.
+        reason: The :class:`~memory.errors.Rejection` code.
+        detail: What is wrong and how to fix it (never a secret's value).
+        record_id: The record at fault, when one is.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        line: int,
+        reason: Rejection,
+        detail: str,
+        *,
+        record_id: str | None = None,
+    ) -> None:
+        super().__init__(f"{path}:{line}: {reason.value}: {detail}")
+        self.path = path
+        self.line = line
+        self.reason = reason
+        self.detail = detail
+        self.record_id = record_id
+
+
+@dataclass
+class _Block:
+    """One record being read: its lines, and where each part of it is in the file."""
+
+    first: int
+    headings: tuple[str, ...]
+    heading_lines: tuple[int, ...]
+    meta: dict[str, object] = field(default_factory=dict)
+    meta_line: int = 0
+    lines: list[tuple[int, str]] = field(default_factory=list)
+    record_id: str | None = None
+    refs: list[str] = field(default_factory=list)
+    closed: bool = False
+
+
+@dataclass(frozen=True)
+class ParsedTopic:
+    """One edited topic file read back, with the lines of each record's parts (for error reports)."""
+
+    path: str
+    """The file, as given."""
+    change: RewriteTopic
+    """The topic's complete new list of records."""
+    record_lines: tuple[int, ...]
+    """Per record (in ``change.records`` order): the line of its anchor (or last line, when new)."""
+    content_lines: tuple[tuple[int, ...], ...]
+    """Per record: the line of each of its content lines."""
+    meta_lines: tuple[int, ...]
+    """Per record: the line of its ``<!-- record -->`` comment, or its anchor line when it has none."""
+    footnote_lines: tuple[tuple[int, ...], ...]
+    """Per record: the line of each citation's footnote, in citation order."""
+    heading_lines: tuple[tuple[int, ...], ...]
+    """Per record: the line of each heading of its heading path."""
+
+    def line_of(self, record_id: str) -> int | None:
+        """The anchor line of an existing record in this file, or None."""
+        for rec, line in zip(self.change.records, self.record_lines, strict=True):
+            if rec.memory_id == record_id:
+                return line
+        return None
+
+
+def _unescape_label(label: str) -> str:
+    return re.sub(r"\\(.)", r"\1", label)
+
+
+def parse_topic(text: str, path: str, topic: str) -> ParsedTopic:
+    """Read an edited topic file (the grammar of :mod:`memory.views`) into a ``rewrite_topic``.
+
+    Reading checks the form only; whether the records, sources and ids exist is checked by
+    :func:`edited_changes` and the transaction.
+
+    Args:
+        text: The file's text.
+        path: The file's name for error messages.
+        topic: The topic path the file must hold (from its place under ``topics/``).
+
+    Returns:
+        The parsed topic.
+
+    Raises:
+        EditError: ``MALFORMED`` at the line that breaks the grammar (a first line other than
+            ``# <topic>``, a mangled footnote or record comment, text after a record's anchor, a
+            footnote reference without a definition or a definition without a reference, a new
+            record without citations).
+    """
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if not lines or lines[0] != f"# {topic}":
+        raise EditError(
+            path, 1, Rejection.MALFORMED, f"the first line must be '# {topic}' (the topic path)"
+        )
+    blocks: list[_Block] = []
+    notes: dict[str, tuple[int, SourceRef]] = {}
+    headings: list[str] = []
+    heading_lines: list[int] = []
+    block: _Block | None = None
+    for no, line in enumerate(lines[1:], 2):
+        if not line.strip():
+            if block is not None:
+                _close(block, path)
+            block = None
+            continue
+        if line.startswith("[^"):
+            m = _FOOTNOTE.match(line)
+            if m is None:
+                raise EditError(
+                    path,
+                    no,
+                    Rejection.MALFORMED,
+                    "a footnote line must read [^<ref>]: [<label>](source:<source-id> "
+                    '"<snippet as a JSON string>"); escape a content line starting with [^ as \\[^',
+                )
+            ref, label, source, title = m.groups()
+            try:
+                snippet = json.loads(title)
+            except ValueError:
+                raise EditError(
+                    path, no, Rejection.MALFORMED, "the footnote's snippet is not a JSON string"
+                ) from None
+            if ref in notes:
+                raise EditError(
+                    path, no, Rejection.MALFORMED, f"footnote [^{ref}] is defined twice"
+                )
+            notes[ref] = (
+                no,
+                SourceRef(source=source, label=_unescape_label(label), snippet=snippet),
+            )
+            continue
+        if block is not None and block.closed:
+            raise EditError(
+                path,
+                no,
+                Rejection.MALFORMED,
+                f"text after the anchor ^{block.record_id} of the record ending on line "
+                f"{block.lines[-1][0]}; end the record's last line with its anchor, or leave a "
+                "blank line before a new record",
+                record_id=block.record_id,
+            )
+        if line.startswith("#"):
+            m = _HEADING.match(line)
+            if m is None:
+                raise EditError(
+                    path,
+                    no,
+                    Rejection.MALFORMED,
+                    "a heading is '## text' (one '#' more per level); escape a content line "
+                    "starting with # as \\#",
+                )
+            if block is not None and block.lines:
+                raise EditError(
+                    path, no, Rejection.MALFORMED, "a heading in the middle of a record"
+                )
+            depth = len(m.group(1)) - 1
+            if depth > len(headings) + 1:
+                raise EditError(
+                    path,
+                    no,
+                    Rejection.MALFORMED,
+                    f"heading level {depth + 1} follows level {len(headings) + 1}; skip no level",
+                )
+            del headings[depth - 1 :], heading_lines[depth - 1 :]
+            headings.append(m.group(2))
+            heading_lines.append(no)
+            block = None
+            continue
+        if block is None:
+            block = _Block(no, tuple(headings), tuple(heading_lines))
+            blocks.append(block)
+        if line.startswith("<!--"):
+            m = _META.match(line)
+            if m is None or block.lines or block.meta_line:
+                raise EditError(
+                    path,
+                    no,
+                    Rejection.MALFORMED,
+                    'a record comment reads <!-- record {"tags": [...], "time": "..."} --> '
+                    "on the line before the record's first content line; escape a content line "
+                    "starting with <!-- as \\<!--",
+                )
+            try:
+                meta = json.loads(m.group(1))
+            except ValueError:
+                meta = None
+            if not isinstance(meta, dict) or not set(meta) <= {"tags", "time"}:
+                raise EditError(
+                    path,
+                    no,
+                    Rejection.MALFORMED,
+                    'the record comment must hold a JSON object with "tags" and/or "time"',
+                )
+            block.meta, block.meta_line = meta, no
+            continue
+        if line.startswith("\\"):
+            line = line[1:]
+        a = _ANCHOR.search(line)
+        if a is not None:
+            block.record_id = a.group(1)
+            line = line[: a.start()]
+            while (r := _REF.search(line)) is not None:
+                block.refs.insert(0, r.group(1))
+                line = line[: r.start()]
+            block.closed = True
+        block.lines.append((no, line))
+    if block is not None:
+        _close(block, path)
+    return _assemble(path, topic, blocks, notes)
+
+
+def _close(block: _Block, path: str) -> None:
+    if block.closed:
+        return
+    if not block.lines:
+        raise EditError(
+            path, block.first, Rejection.MALFORMED, "a record comment without a record below it"
+        )
+    # A new record: its footnote references end its last line, with no anchor.
+    no, line = block.lines[-1]
+    while (r := _REF.search(line)) is not None:
+        block.refs.insert(0, r.group(1))
+        line = line[: r.start()]
+    block.lines[-1] = (no, line)
+    if not block.refs:
+        raise EditError(
+            path,
+            no,
+            Rejection.MALFORMED,
+            "this block has no record anchor (^<record-id>) and no citations: an existing record "
+            "keeps its anchor at the end of its last line, and a new record ends its last line with "
+            "footnote references [^ref] defined below",
+        )
+    block.closed = True
+
+
+def _assemble(
+    path: str, topic: str, blocks: list[_Block], notes: Mapping[str, tuple[int, SourceRef]]
+) -> ParsedTopic:
+    used: dict[str, int] = {}
+    records: list[TopicRecord] = []
+    rec_lines: list[int] = []
+    content_lines: list[tuple[int, ...]] = []
+    meta_lines: list[int] = []
+    note_lines: list[tuple[int, ...]] = []
+    head_lines: list[tuple[int, ...]] = []
+    for b in blocks:
+        last = b.lines[-1][0]
+        sources: list[SourceRef] = []
+        lines_of_notes: list[int] = []
+        for ref in b.refs:
+            if ref not in notes:
+                raise EditError(
+                    path,
+                    last,
+                    Rejection.MALFORMED,
+                    f"footnote reference [^{ref}] has no definition '[^{ref}]: ...' below the records",
+                    record_id=b.record_id,
+                )
+            if ref in used:
+                raise EditError(
+                    path,
+                    last,
+                    Rejection.MALFORMED,
+                    f"footnote [^{ref}] is referenced twice (lines {used[ref]} and {last})",
+                    record_id=b.record_id,
+                )
+            used[ref] = last
+            line, src = notes[ref]
+            sources.append(src)
+            lines_of_notes.append(line)
+        tags = b.meta.get("tags", [])
+        time = b.meta.get("time")
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            raise EditError(
+                path, b.meta_line, Rejection.MALFORMED, '"tags" must be a list of strings'
+            )
+        if time is not None and not isinstance(time, str):
+            raise EditError(path, b.meta_line, Rejection.MALFORMED, '"time" must be a string')
+        records.append(
+            TopicRecord(
+                memory_id=b.record_id,
+                headings=b.headings,
+                content="\n".join(text for _, text in b.lines),
+                sources=tuple(sources),
+                tags=tuple(tags),
+                time=time,
+            )
+        )
+        rec_lines.append(last)
+        content_lines.append(tuple(n for n, _ in b.lines))
+        meta_lines.append(b.meta_line or b.first)
+        note_lines.append(tuple(lines_of_notes))
+        head_lines.append(b.heading_lines)
+    for ref, (line, _) in notes.items():
+        if ref not in used:
+            raise EditError(
+                path,
+                line,
+                Rejection.MALFORMED,
+                f"footnote [^{ref}] is defined but no record references it; remove it, or add "
+                f"[^{ref}] before the anchor of the record it supports",
+            )
+    return ParsedTopic(
+        path,
+        RewriteTopic(topic_path=topic, records=tuple(records)),
+        tuple(rec_lines),
+        tuple(content_lines),
+        tuple(meta_lines),
+        tuple(note_lines),
+        tuple(head_lines),
+    )
+
+
+def stage_topics(ws: MemoryWorkspace, directory: str | Path) -> list[Path]:
+    """Write the workspace's topic files and ``views.json`` into ``directory`` for editing.
+
+    The files are rendered from the database now (the same bytes as ``views/``), so a staging
+    directory is exactly what :func:`apply_edits` compares against.
+
+    Returns:
+        The topic files written, sorted.
+    """
+    root = Path(directory)
+    ws.render_views()
+    out = []
+    for src in sorted((ws.views_path / "topics").rglob("*.md")):
+        rel = src.relative_to(ws.views_path)
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(src.read_text("utf-8"), "utf-8", newline="\n")
+        out.append(target)
+    (root / "views.json").write_text((ws.views_path / "views.json").read_text("utf-8"), "utf-8")
+    return out
+
+
+def _topic_of(root: Path, file: Path) -> str:
+    return file.relative_to(root / "topics").with_suffix("").as_posix()
+
+
+def edited_changes(
+    ws: MemoryWorkspace, directory: str | Path
+) -> tuple[ChangeSet, list[ParsedTopic]]:
+    """Read a directory of edited topic files into the change set that installs them.
+
+    Only files whose text differs from the workspace's current rendering become changes. The
+    directory's ``views.json`` (written by :func:`stage_topics` or found in ``views/``), when present,
+    must name this workspace and its current revision, so an edit of a stale rendering is refused
+    instead of silently undoing what a writer installed since.
+
+    Args:
+        ws: The workspace.
+        directory: Holds ``topics/**/*.md`` (and usually ``views.json``).
+
+    Returns:
+        The change set (one ``rewrite_topic`` per changed file, sorted by path) and the parsed files.
+
+    Raises:
+        EditError: a file cannot be read, names an unknown record or source, or drops a record
+            (``RECORD_LOST``), at its file and line.
+    """
+    root = Path(directory)
+    _check_fresh(ws, root)
+    st = ws.state()
+    current = _rendered(ws)
+    files = {_topic_of(root, f): f for f in sorted((root / "topics").rglob("*.md"))}
+    for topic in sorted(current.keys() - files.keys()):
+        raise EditError(
+            str(root / "topics" / f"{topic}.md"),
+            1,
+            Rejection.RECORD_LOST,
+            f"the file of topic {topic!r} was removed; delete records with "
+            "'sessiongraph memory delete RECORD' instead",
+        )
+    parsed: list[ParsedTopic] = []
+    for topic, file in files.items():
+        text = file.read_text("utf-8")
+        if current.get(topic) == text:
+            continue
+        p = parse_topic(text, str(file), topic)
+        _check_records(p, st, ws)
+        parsed.append(p)
+    _check_lost(parsed, st)
+    return ChangeSet(changes=tuple(p.change for p in parsed)), parsed
+
+
+def _rendered(ws: MemoryWorkspace) -> dict[str, str]:
+    root = ws.views_path / "topics"
+    if not root.exists():
+        return {}
+    return {
+        f.relative_to(root).with_suffix("").as_posix(): f.read_text("utf-8")
+        for f in root.rglob("*.md")
+    }
+
+
+def _check_fresh(ws: MemoryWorkspace, root: Path) -> None:
+    meta_file = root / "views.json"
+    if not meta_file.exists():
+        return
+    try:
+        meta = json.loads(meta_file.read_text("utf-8"))
+        seen = (str(meta["workspace_id"]), int(meta["revision"]))
+    except (ValueError, KeyError, TypeError):
+        raise EditError(
+            str(meta_file), 1, Rejection.MALFORMED, "views.json is not the one rendered"
+        ) from None
+    if seen != (ws.id, ws.revision):
+        raise EditError(
+            str(meta_file),
+            1,
+            Rejection.MALFORMED,
+            f"these files were rendered from workspace {seen[0]} revision {seen[1]}, but the "
+            f"workspace is now {ws.id} revision {ws.revision}; render them again and redo the edit",
+        )
+
+
+def _check_records(p: ParsedTopic, st: State, ws: MemoryWorkspace) -> None:
+    """Check one parsed file record by record, so every refusal names its line."""
+    for n, rec in enumerate(p.change.records):
+        if rec.memory_id is not None and rec.memory_id not in st.records:
+            raise EditError(
+                p.path,
+                p.record_lines[n],
+                Rejection.UNKNOWN_RECORD,
+                f"anchor ^{rec.memory_id} is not a record of this workspace; keep anchors as "
+                "rendered (a new record has none)",
+                record_id=rec.memory_id,
+            )
+        present = ws.sources([s.source for s in rec.sources])
+        known = {s.id for s in present}
+        for k, ref in enumerate(rec.sources):
+            if ref.source not in known:
+                raise EditError(
+                    p.path,
+                    p.footnote_lines[n][k],
+                    Rejection.UNKNOWN_SOURCE,
+                    f"source:{ref.source} is not in the archive; a citation must name an archived "
+                    "source exactly (copy one from another footnote)",
+                    record_id=rec.memory_id,
+                )
+        # The transaction's own field checks (caps, secrets, form), on this record alone.
+        alone = ChangeSet(
+            changes=(
+                RewriteTopic(
+                    topic_path=p.change.topic_path,
+                    records=(rec.model_copy(update={"memory_id": None}),),
+                ),
+            )
+        )
+        try:
+            plan(State(), alone, archived=set, batch=None, now=0)
+        except RejectedError as e:
+            if e.reason in (Rejection.DANGLING_LINK, Rejection.UNKNOWN_SOURCE):
+                continue  # judged against the whole workspace by the transaction
+            raise _at(p, n, e) from None
+
+
+def _at(p: ParsedTopic, n: int, e: RejectedError) -> EditError:
+    """Turn a rejection of record ``n`` of ``p`` into an :class:`EditError` at the line at fault."""
+    rec = p.change.records[n]
+    line = p.record_lines[n]
+    if e.field == "content":
+        line = p.content_lines[n][0] + rec.content.count("\n", 0, e.start or 0)
+    elif e.field in ("snippet", "label", "sources") and p.footnote_lines[n]:
+        line = p.footnote_lines[n][0]
+        for k, ref in enumerate(rec.sources):
+            value = ref.snippet if e.field == "snippet" else ref.label
+            if e.field != "sources" and (
+                len(value) > caps.CAPS.get(e.kind or "", len(value)) or scan(value)
+            ):
+                line = p.footnote_lines[n][k]
+                break
+    elif e.field in ("tags", "time"):
+        line = p.meta_lines[n]
+    elif e.field == "headings" and p.heading_lines[n]:
+        line = p.heading_lines[n][0]
+    elif e.reason is Rejection.UNKNOWN_POSITION:
+        line = 1
+    return EditError(p.path, line, e.reason, e.detail, record_id=rec.memory_id)
+
+
+def _check_lost(parsed: Iterable[ParsedTopic], st: State) -> None:
+    kept = {r.memory_id for p in parsed for r in p.change.records if r.memory_id is not None}
+    for p in parsed:
+        topic = p.change.topic_path
+        for rid in st.order.get(topic, []):
+            if rid in kept:
+                continue
+            line, how = _where_lost(p, rid, st)
+            raise EditError(
+                p.path,
+                line,
+                Rejection.RECORD_LOST,
+                f"record {rid} {how}; keep its anchor ^{rid} at the end of its last line (to delete "
+                "it use 'sessiongraph memory delete', which can be undone)",
+                record_id=rid,
+            )
+
+
+def _where_lost(p: ParsedTopic, rid: str, st: State) -> tuple[int, str]:
+    """The line where a dropped record was: its footnote references, else its former neighbours."""
+    for n, rec in enumerate(p.change.records):
+        if rec.memory_id is None and any(
+            s.source in {c.source for c in st.records[rid].citations} for s in rec.sources
+        ):
+            return p.record_lines[n], "lost its anchor here"
+    order = st.order[p.change.topic_path]
+    after = order[order.index(rid) + 1 :]
+    for nxt in after:
+        line = p.line_of(nxt)
+        if line is not None:
+            return line, f"was removed (it stood before the record ending on line {line})"
+    return (p.record_lines[-1] if p.record_lines else 1), "was removed (it stood last)"
+
+
+def apply_edits(ws: MemoryWorkspace, directory: str | Path) -> tuple[list[str], list[str]]:
+    """Apply a directory of edited topic files through the workspace's validated transaction.
+
+    Args:
+        ws: The workspace.
+        directory: The edited files (see :func:`edited_changes`).
+
+    Returns:
+        ``(changed topic paths, updated or created record ids)``; both empty when nothing changed.
+
+    Raises:
+        EditError: refused (by the parser or by the transaction), at its file and line; nothing
+            changed.
+        WorkspaceBusyError: another writer holds the lock.
+    """
+    changes, parsed = edited_changes(ws, directory)
+    if not changes.changes:
+        return [], []
+    try:
+        result = ws.apply(changes, batch=None)
+    except RejectedError as e:
+        raise _locate(parsed, e) from None
+    return sorted(result.topics), [*result.updated, *result.created]
+
+
+def _locate(parsed: list[ParsedTopic], e: RejectedError) -> EditError:
+    if e.record_id is not None:
+        for p in parsed:
+            for n, rec in enumerate(p.change.records):
+                if rec.memory_id == e.record_id:
+                    if e.source_id is not None:
+                        for k, ref in enumerate(rec.sources):
+                            if ref.source == e.source_id:
+                                return EditError(
+                                    p.path,
+                                    p.footnote_lines[n][k],
+                                    e.reason,
+                                    e.detail,
+                                    record_id=e.record_id,
+                                )
+                    return _at(p, n, e)
+    if e.change is not None and e.change < len(parsed):
+        p = parsed[e.change]
+        return EditError(p.path, 1, e.reason, e.detail, record_id=e.record_id)
+    p = parsed[0]
+    return EditError(p.path, 1, e.reason, e.detail, record_id=e.record_id)
