@@ -560,7 +560,13 @@ class MemoryWorkspace:
             base.state, changes, archived=self._present, batch=batch, now=to_micros(utcnow())
         )
 
-    def apply(self, changes: ChangeSet, *, batch: Collection[str] | None = None) -> Plan:
+    def apply(
+        self,
+        changes: ChangeSet,
+        *,
+        batch: Collection[str] | None = None,
+        within: Callable[[sqlite3.Connection, Plan], None] | None = None,
+    ) -> Plan:
         """Validate, install and render ``changes`` under the write lock, all or nothing.
 
         The entry point for changes that are not a writer's batch (a human edit, a reorganization).
@@ -568,6 +574,8 @@ class MemoryWorkspace:
         Args:
             changes: The operations.
             batch: Source ids new citations must come from; None allows any archived source.
+            within: Called inside the install transaction with the connection and the plan (the
+                caller's own rows, such as a deletion's tombstone, commit or roll back with it).
 
         Returns:
             The installed plan (nothing is installed when ``plan.changed`` is False).
@@ -580,7 +588,7 @@ class MemoryWorkspace:
             base = self.baseline()
             p = self.plan(changes, batch=batch, baseline=base)
             if p.changed:
-                self.install(p, base)
+                self.install(p, base, within=within)
                 self.render_views()
             return p
 
@@ -591,6 +599,7 @@ class MemoryWorkspace:
         *,
         batch_sources: Collection[str] = (),
         journal: tuple[str, Sequence[str]] | None = None,
+        within: Callable[[sqlite3.Connection, Plan], None] | None = None,
     ) -> int:
         """Install a validated plan in one transaction and return the new revision.
 
@@ -603,6 +612,7 @@ class MemoryWorkspace:
             base: The baseline the plan was validated against.
             batch_sources: The batch's source ids (checked present and intact).
             journal: ``(session_id, node_ids)`` of the batch written, recorded in ``installs``.
+            within: Called last inside the transaction with the connection and the plan.
 
         Raises:
             RejectedError: ``SOURCE_MISSING`` or ``SOURCE_CHANGED``; nothing installed.
@@ -680,6 +690,8 @@ class MemoryWorkspace:
                     "VALUES (?, ?, ?, ?, ?)",
                     (revision, session_id, node_ids[0], json.dumps(list(node_ids)), now),
                 )
+            if within is not None:
+                within(c, p)
         return revision
 
     def _check_archive(
