@@ -36,6 +36,7 @@ from memory.lookup import (
     read_transcript,
     recent_sessions,
 )
+from memory.memory_cli import add_memory_app
 
 __all__ = ["register", "window_json"]
 
@@ -248,3 +249,4 @@ def register(app: typer.Typer) -> None:
     for name, command in _COMMANDS.items():
         if name not in have:
             app.command(name)(command)
+    add_memory_app(app)

@@ -1,0 +1,538 @@
+"""``sessiongraph memory``: see, search, correct, delete and write memory from the command line.
+
+Added to the ``sessiongraph`` application by :func:`memory.cli.register` (seed 000 section 5: a person
+can see what memory holds, find it with the words they used, correct it and delete it)::
+
+    sessiongraph memory list [--topic T] [--json]      records with their citations' snippets and origins
+    sessiongraph memory show RECORD [--json]           one record
+    sessiongraph memory search QUERY [--page N] [--per-page N] [--json]
+    sessiongraph memory delete RECORD [--grace S]      delete; undoable for S seconds (default 10)
+    sessiongraph memory undo RECORD                    take a deletion back inside its grace period
+    sessiongraph memory export [-o DIR]                the Markdown views
+    sessiongraph memory edit [--apply DIR]             edit the topic files in $EDITOR (or apply DIR)
+    sessiongraph memory write [SESSION...]             write what sessions owe (default: all pending)
+    sessiongraph memory watch [--once] [--idle S] [--poll S]   the idle watcher in the foreground
+    sessiongraph memory status [--json]                workspace id, counts, pending turns, last failure
+    sessiongraph memory reset [--yes]                  a new workspace id: every session pending again
+
+The workspace is ``--workspace DIR`` (before the command), else ``$SESSIONGRAPH_MEMORY``, else ``memory``
+under the user data directory; the session store is the ``sessiongraph --db`` one. ``RECORD`` is a
+record id or a unique prefix or suffix of one (the tables show the last 8 characters). Errors print
+``error: ...`` on stderr with exit status 1; a refused edit names ``file:line``.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import platformdirs
+import typer
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+
+from graph.cli import open_store, resolve_session
+from graph.errors import GraphError
+from graph.models import to_micros
+from graph.store import BaseStore
+from memory import caps
+from memory.caps import CapExceeded
+from memory.editing import apply_edits, stage_topics
+from memory.errors import MemoryLayerError
+from memory.manage import (
+    DEFAULT_GRACE,
+    RecordView,
+    delete_record,
+    export_markdown,
+    purge_expired,
+    record_view,
+    record_views,
+    search_page,
+    undo_delete,
+    workspace_status,
+)
+from memory.pipeline import PROVIDER, WritePipeline
+from memory.watcher import IdleWatcher
+from memory.workspace import MemoryWorkspace
+
+__all__ = ["add_memory_app", "default_workspace", "memory_app"]
+
+memory_app = typer.Typer(
+    name="memory",
+    help="See, search, correct and delete what memory holds; write and watch sessions.",
+    no_args_is_help=True,
+)
+console = Console()
+err = Console(stderr=True)
+
+_JSON = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+_RECORD = Annotated[str, typer.Argument(help="Record id, or a unique prefix or suffix of one.")]
+
+
+def default_workspace() -> Path:
+    """The workspace used without ``--workspace``: ``$SESSIONGRAPH_MEMORY`` or the user data dir."""
+    env = os.environ.get("SESSIONGRAPH_MEMORY")
+    if env:
+        return Path(env)
+    return Path(platformdirs.user_data_dir("sessiongraph")) / "memory"
+
+
+def add_memory_app(app: typer.Typer) -> None:
+    """Add ``memory`` to ``app`` (once: a second call adds nothing)."""
+    if all(g.name != "memory" for g in app.registered_groups):
+        app.add_typer(memory_app, name="memory")
+
+
+@memory_app.callback()
+def _memory(
+    ctx: typer.Context,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace",
+            "-w",
+            help="Workspace directory (default: $SESSIONGRAPH_MEMORY or user data dir).",
+        ),
+    ] = None,
+) -> None:
+    ctx.obj = {**(ctx.obj or {}), "workspace": workspace or default_workspace()}
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """Report the memory layer's refusals as ``error: ...`` with exit status 1."""
+    try:
+        yield
+    except (MemoryLayerError, CapExceeded, GraphError, ValueError) as e:
+        err.print(f"[red]error:[/] {escape(str(e))}")
+        raise typer.Exit(1) from None
+
+
+def _ws(ctx: typer.Context) -> MemoryWorkspace:
+    ws = MemoryWorkspace(ctx.obj["workspace"])
+    ctx.call_on_close(ws.close)
+    return ws
+
+
+def _store(ctx: typer.Context) -> BaseStore:
+    store = open_store(ctx)
+    ctx.call_on_close(store.close)
+    return store
+
+
+def _dump(data: Any) -> None:
+    print(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
+
+
+def _short(record_id: str) -> str:
+    return "…" + record_id[-8:]
+
+
+def _when(micros: int) -> str:
+    return datetime.fromtimestamp(micros / 1e6, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _records_table(views: list[RecordView]) -> Table:
+    table = Table(box=box.SIMPLE_HEAD)
+    table.add_column("record", no_wrap=True)
+    table.add_column("topic / headings")
+    table.add_column("content")
+    table.add_column("citations: snippet (session / node)")
+    for v in views:
+        r = v.record
+        place = escape(" / ".join((r.topic, *r.headings)))
+        cites = "\n".join(
+            f"[bold]{escape(c.label)}[/]: {escape(c.snippet)} "
+            f"[dim]({c.session_id[-8:]} / {c.node_id[-8:]})[/]"
+            for c in v.citations
+        )
+        table.add_row(_short(r.id), place, escape(r.content), cites)
+    return table
+
+
+@memory_app.command("list")
+def list_(
+    ctx: typer.Context,
+    topic: Annotated[str | None, typer.Option(help="Only this topic path.")] = None,
+    json: _JSON = False,
+) -> None:
+    """List the records with their citations' snippets and source session and node."""
+    with _errors():
+        ws = _ws(ctx)
+        purge_expired(ws)
+        views = record_views(ws, topic)
+        if json:
+            _dump([v.as_json() for v in views])
+            return
+        console.print(_records_table(views))
+        console.print(f"{len(views)} record(s) in workspace {ws.id}")
+
+
+@memory_app.command()
+def show(ctx: typer.Context, record: _RECORD, json: _JSON = False) -> None:
+    """Show one record: place, content, tags, times and every citation."""
+    with _errors():
+        v = record_view(_ws(ctx), record)
+        if json:
+            _dump(v.as_json())
+            return
+        r = v.record
+        table = Table(show_header=False, box=None)
+        for key, value in (
+            ("record", r.id),
+            ("topic", r.topic),
+            ("headings", " / ".join(r.headings)),
+            ("position", str(v.position)),
+            ("tags", ", ".join(r.tags)),
+            ("time", r.time or ""),
+            ("created", _when(r.created_at)),
+            ("updated", _when(r.updated_at)),
+            ("content", r.content),
+        ):
+            if value:
+                table.add_row(f"[bold]{key}[/]", escape(value))
+        console.print(table)
+        for n, c in enumerate(v.citations, 1):
+            console.print(
+                f"[{n}] [bold]{escape(c.label)}[/] {c.source_id} "
+                f"(session {c.session_id}, node {c.node_id}, {c.speaker})"
+            )
+            console.print(f"    {escape(c.snippet)}")
+
+
+@memory_app.command()
+def search(
+    ctx: typer.Context,
+    query: Annotated[
+        str, typer.Argument(help="Words to find (quotes and operators are plain text).")
+    ],
+    page: Annotated[int, typer.Option(help="1-based page.")] = 1,
+    per_page: Annotated[
+        int, typer.Option(help=f"Results per page (at most {caps.MAX_RESULTS_PER_PAGE}).")
+    ] = caps.DEFAULT_RESULTS_PER_PAGE,
+    json: _JSON = False,
+) -> None:
+    """Search the records lexically (FTS5, best first), one page at a time, with the total."""
+    with _errors():
+        result = search_page(_ws(ctx), query, page, per_page)
+        if json:
+            _dump(
+                {
+                    "query": result.query,
+                    "page": result.page,
+                    "per_page": result.per_page,
+                    "pages": result.pages,
+                    "total": result.total,
+                    "hits": [
+                        {
+                            "record_id": h.record_id,
+                            "topic": h.topic,
+                            "headings": list(h.headings),
+                            "content": h.content,
+                            "score": h.score,
+                            "sources": [list(s) for s in h.sources],
+                        }
+                        for h in result.hits
+                    ],
+                }
+            )
+            return
+        table = Table(box=box.SIMPLE_HEAD)
+        table.add_column("#", justify="right")
+        table.add_column("record", no_wrap=True)
+        table.add_column("topic")
+        table.add_column("content")
+        first = (result.page - 1) * result.per_page + 1
+        for n, h in enumerate(result.hits, first):
+            table.add_row(str(n), _short(h.record_id), escape(h.topic), escape(h.content))
+        console.print(table)
+        shown = f"{first}-{first + len(result.hits) - 1}" if result.hits else "none"
+        console.print(
+            f"{result.total} match(es); page {result.page} of {result.pages} (results {shown})"
+        )
+
+
+@memory_app.command()
+def delete(
+    ctx: typer.Context,
+    record: _RECORD,
+    grace: Annotated[
+        float, typer.Option(help="Seconds during which 'memory undo' takes it back (0: for good).")
+    ] = DEFAULT_GRACE,
+) -> None:
+    """Delete a record and its citations (sources stay archived); undoable for --grace seconds."""
+    with _errors():
+        stone = delete_record(_ws(ctx), record, grace=grace)
+        rid = stone.record.id
+        if stone.expires_at > stone.deleted_at:
+            console.print(
+                f"deleted {rid}; undo until {_when(stone.expires_at)} UTC with "
+                f"'sessiongraph memory undo {rid[-8:]}'"
+            )
+        else:
+            console.print(f"deleted {rid} for good")
+
+
+@memory_app.command()
+def undo(ctx: typer.Context, record: _RECORD) -> None:
+    """Restore a deleted record inside its grace period (same id, timestamps and citations)."""
+    with _errors():
+        rec = undo_delete(_ws(ctx), record)
+        console.print(f"restored {rec.id} in {rec.topic}: {escape(rec.content)}")
+
+
+@memory_app.command()
+def export(
+    ctx: typer.Context,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Directory to write (created).")
+    ] = Path("memory-export"),
+) -> None:
+    """Export the Markdown views (topics/**/*.md, core.md) to a directory."""
+    with _errors():
+        files = export_markdown(_ws(ctx), output)
+        console.print(f"wrote {len(files)} file(s) to {output}")
+
+
+@memory_app.command()
+def edit(
+    ctx: typer.Context,
+    apply: Annotated[
+        Path | None,
+        typer.Option(
+            "--apply",
+            help="Apply this directory of already edited files instead of opening $EDITOR.",
+        ),
+    ] = None,
+) -> None:
+    """Edit the topic files ($EDITOR on a staging copy), then apply them as one validated change.
+
+    A broken edit is refused with the reason and file:line, and nothing changes.
+    """
+    with _errors():
+        ws = _ws(ctx)
+        if apply is not None:
+            _apply(ws, apply)
+            return
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+        if not editor:
+            raise ValueError("set $EDITOR (or use --apply DIR with a directory of edited files)")
+        with tempfile.TemporaryDirectory(prefix="sessiongraph-memory-edit-") as tmp:
+            files = stage_topics(ws, tmp)
+            if not files:
+                console.print("memory holds no records yet: nothing to edit")
+                return
+            status = subprocess.call([*shlex.split(editor), *map(str, files)])
+            if status != 0:
+                raise ValueError(f"the editor exited with status {status}; nothing was applied")
+            _apply(ws, Path(tmp))
+
+
+def _apply(ws: MemoryWorkspace, directory: Path) -> None:
+    topics, ids = apply_edits(ws, directory)
+    if not topics:
+        console.print("no changes")
+        return
+    console.print(
+        f"applied: {len(topics)} topic(s) changed ({', '.join(topics)}); "
+        f"{len(ids)} record(s) updated or created; revision {ws.revision}"
+    )
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=err,
+        transient=False,
+    )
+
+
+@memory_app.command()
+def write(
+    ctx: typer.Context,
+    sessions: Annotated[
+        list[str] | None, typer.Argument(help="Session ids (default: every session owing turns).")
+    ] = None,
+) -> None:
+    """Write what the sessions owe this workspace (every live tip, the head first), with progress."""
+    with _errors():
+        ws, store = _ws(ctx), _store(ctx)
+        if sessions:
+            ids = [resolve_session(store, s).id for s in sessions]
+        else:
+            ids = [
+                s.id for s in store.sessions(100_000) if store.pending_ids(s.id, PROVIDER, ws.id)
+            ]
+        pipeline = WritePipeline(ws, store)
+        failed = 0
+        with _progress() as bar:
+            task = bar.add_task("writing memory", total=len(ids))
+            for sid in ids:
+                bar.update(task, description=f"writing {sid[-8:]}")
+                owed = len(store.pending_ids(sid, PROVIDER, ws.id))
+                failure = pipeline.write(sid, force=True)
+                stamp = to_micros(store.session(sid).updated_at)
+                if failure is None:
+                    ws.set_watch_status(sid, stamp, "done", "")
+                    bar.console.print(f"{sid}: wrote {owed} pending turn(s)")
+                else:
+                    failed += 1
+                    if not failure.retryable:
+                        ws.set_watch_status(sid, stamp, "failed", failure.reason.value)
+                    bar.console.print(
+                        f"{sid}: [red]{failure.reason.value}[/] "
+                        f"({'retryable' if failure.retryable else 'not retryable'}): "
+                        f"{escape(failure.detail)}"
+                    )
+                bar.advance(task)
+        console.print(
+            f"{len(ids) - failed} of {len(ids)} session(s) written; "
+            f"{pipeline.batches_written} batch(es); {len(ws.records())} record(s)"
+        )
+        if failed:
+            raise typer.Exit(1)
+
+
+@memory_app.command()
+def watch(
+    ctx: typer.Context,
+    once: Annotated[bool, typer.Option("--once", help="One pass, then exit.")] = False,
+    idle: Annotated[
+        float, typer.Option(help="Seconds without new content before a session is written.")
+    ] = 30 * 60,
+    poll: Annotated[float, typer.Option(help="Seconds between passes.")] = 5 * 60,
+) -> None:
+    """Run the idle watcher in the foreground: a progress line per session, a summary per pass."""
+    with _errors():
+        ws, store = _ws(ctx), _store(ctx)
+        pipeline = WritePipeline(ws, store)
+        bar = _progress()
+        state: dict[str, int] = {}
+
+        def event(name: str, payload: dict[str, Any]) -> None:
+            if name == "memory.ingest_started":
+                bar.update(state["task"], description=f"writing {payload['session_id'][-8:]}")
+            else:
+                bar.advance(state["task"])
+
+        watcher = IdleWatcher(store, pipeline, ws, idle=idle, poll=poll, on_event=event)
+        stop = threading.Event()
+        n = 0
+        try:
+            while not stop.is_set():
+                n += 1
+                with bar:
+                    state["task"] = bar.add_task(f"pass {n}", total=None)
+                    outcomes = watcher.poll_once()
+                    bar.remove_task(state["task"])
+                counts = {
+                    k: sum(o.status == k for o in outcomes) for k in ("done", "failed", "retry")
+                }
+                console.print(
+                    f"pass {n}: {len(outcomes)} idle session(s) attempted: {counts['done']} done, "
+                    f"{counts['failed']} failed, {counts['retry']} to retry; "
+                    f"{len(ws.records())} record(s)"
+                )
+                for o in outcomes:
+                    if o.reason:
+                        console.print(f"  {o.session_id}: {o.status} {o.reason}")
+                if once:
+                    break
+                stop.wait(poll)
+        except KeyboardInterrupt:
+            console.print("stopped")
+
+
+@memory_app.command()
+def status(ctx: typer.Context, json: _JSON = False) -> None:
+    """Show the workspace id, record and source counts, pending turns per session, last failure."""
+    with _errors():
+        ws, store = _ws(ctx), _store(ctx)
+        purge_expired(ws)
+        st = workspace_status(ws, store)
+        if json:
+            _dump(
+                {
+                    "workspace_id": st.workspace_id,
+                    "path": st.path,
+                    "revision": st.revision,
+                    "records": st.records,
+                    "topics": st.topics,
+                    "sources": st.sources,
+                    "tombstones": st.tombstones,
+                    "pending": [
+                        {"session_id": s, "title": t, "pending": n} for s, t, n in st.pending
+                    ],
+                    "last_failure": (
+                        dict(zip(("session_id", "reason", "at"), st.last_failure, strict=True))
+                        if st.last_failure
+                        else None
+                    ),
+                }
+            )
+            return
+        table = Table(show_header=False, box=None)
+        failure = st.last_failure
+        for key, value in (
+            ("workspace", f"{st.workspace_id} ({st.path})"),
+            ("revision", str(st.revision)),
+            ("records", f"{st.records} in {st.topics} topic(s)"),
+            ("sources", f"{st.sources} archived turn(s)"),
+            ("deleted", f"{st.tombstones} inside their grace period"),
+            (
+                "last failure",
+                f"{failure[1]} in session {failure[0]} at {_when(failure[2])} UTC"
+                if failure
+                else "none",
+            ),
+        ):
+            table.add_row(f"[bold]{key}[/]", escape(value))
+        console.print(table)
+        if st.pending:
+            pend = Table(box=box.SIMPLE_HEAD)
+            pend.add_column("session", no_wrap=True)
+            pend.add_column("pending", justify="right")
+            pend.add_column("title")
+            for sid, title, n in st.pending:
+                pend.add_row(sid, str(n), escape(title))
+            console.print(pend)
+        console.print(
+            f"{sum(n for *_, n in st.pending)} pending turn(s) in {len(st.pending)} session(s)"
+        )
+
+
+@memory_app.command()
+def reset(
+    ctx: typer.Context,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Start a new workspace id: every session becomes pending again for memory.
+
+    The old database is set aside (``memory.<old-id>.db``), not destroyed; other providers' markers
+    are untouched.
+    """
+    with _errors():
+        ws = _ws(ctx)
+        if not yes:
+            typer.confirm(
+                f"Reset memory workspace {ws.id} ({len(ws.records())} records)? Every session "
+                "becomes pending again",
+                abort=True,
+            )
+        old = ws.id
+        new = ws.reset()
+        console.print(f"workspace {old} set aside; new workspace id {new}")
