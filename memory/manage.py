@@ -15,7 +15,7 @@ Built on :class:`~memory.workspace.MemoryWorkspace`; the ``sessiongraph memory``
   real one, "the original id and timestamps are still there");
 * :func:`export_markdown`, :func:`workspace_status`.
 
-Tombstones live in the workspace database (table ``tombstones``, created when first needed), so a delete
+Tombstones live in the workspace database (table ``tombstones``, created by the first deletion), so a delete
 in one process can be undone by another. Times are microseconds since the Unix epoch; clocks are
 injectable callables returning seconds (``time.time``).
 """
@@ -227,11 +227,10 @@ def _txn(ws: MemoryWorkspace) -> Iterator[sqlite3.Connection]:
         raise WorkspaceStoreError(f"sqlite: {e}") from e
 
 
-def _ensure(ws: MemoryWorkspace) -> None:
+def _has_tombstones(ws: MemoryWorkspace) -> bool:
+    """Whether the tombstones table exists (it is created by the first deletion's transaction)."""
     row = ws.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'tombstones'").fetchone()
-    if row is None:
-        with _txn(ws) as c:
-            c.execute(_TOMBSTONES)
+    return row is not None
 
 
 def _micros(clock: Clock) -> int:
@@ -417,7 +416,8 @@ def _tombstone(rid: str, raw: str, deleted_at: int, expires_at: int) -> Tombston
 
 def tombstones(ws: MemoryWorkspace) -> list[Tombstone]:
     """Return the deletions still inside their grace period (or not yet purged), oldest first."""
-    _ensure(ws)
+    if not _has_tombstones(ws):
+        return []
     rows = ws.conn.execute(
         "SELECT record_id, record, deleted_at, expires_at FROM tombstones ORDER BY deleted_at"
     ).fetchall()
@@ -430,7 +430,8 @@ def purge_expired(ws: MemoryWorkspace, clock: Clock = _time.time) -> list[str]:
     Returns:
         The purged record ids (nothing is written when there are none).
     """
-    _ensure(ws)
+    if not _has_tombstones(ws):
+        return []
     now = _micros(clock)
     ids = [
         r[0]
@@ -481,6 +482,7 @@ def delete_record(
 
     def keep(c: sqlite3.Connection, _: Plan) -> None:
         if grace > 0:
+            c.execute(_TOMBSTONES)
             c.execute(
                 "INSERT OR REPLACE INTO tombstones (record_id, record, deleted_at, expires_at) "
                 "VALUES (?, ?, ?, ?)",
@@ -513,7 +515,8 @@ def undo_delete(ws: MemoryWorkspace, ref: str, *, clock: Clock = _time.time) -> 
             nothing changed.
         WorkspaceBusyError: another writer holds the lock.
     """
-    _ensure(ws)
+    if not _has_tombstones(ws):
+        raise NothingToUndoError(ref)
     with ws.write_lock():
         rows = {
             r[0]: r
@@ -631,7 +634,6 @@ def workspace_status(ws: MemoryWorkspace, store: BaseStore) -> WorkspaceStatus:
     other providers and of earlier workspace ids do not count). The last failure is the latest
     ``failed`` entry of the workspace's watch bookkeeping (the idle watcher's and ``memory write``'s).
     """
-    _ensure(ws)
     c = ws.conn
     pending = []
     for s in store.sessions(100_000):
@@ -648,7 +650,7 @@ def workspace_status(ws: MemoryWorkspace, store: BaseStore) -> WorkspaceStatus:
         records=c.execute("SELECT count(*) FROM records").fetchone()[0],
         topics=c.execute("SELECT count(DISTINCT topic) FROM records").fetchone()[0],
         sources=c.execute("SELECT count(*) FROM sources").fetchone()[0],
-        tombstones=c.execute("SELECT count(*) FROM tombstones").fetchone()[0],
+        tombstones=len(tombstones(ws)),
         pending=tuple(pending),
         last_failure=(str(failure[0]), str(failure[1]), int(failure[2])) if failure else None,
     )
