@@ -40,7 +40,7 @@ import typer
 from rich import box
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 
 from graph.cli import open_store, resolve_session
@@ -421,7 +421,7 @@ def watch(
         ws, store = _ws(ctx), _store(ctx)
         pipeline = WritePipeline(ws, store)
         bar = _progress()
-        state: dict[str, int] = {}
+        state: dict[str, TaskID] = {}
 
         def event(name: str, payload: dict[str, Any]) -> None:
             if name == "memory.ingest_started":
