@@ -17,6 +17,7 @@ Every error derives from :class:`GraphError`; most also derive from the built-in
     │   ├── CoverageError                node_id, reason
     │   └── MarkerGapError               node_id, unmarked, provider
     ├── HeadConflictError                session_id, expected, got
+    ├── CursorBackwardsError (ValueError) stored, requested   (graph.cursors, the reference cursor)
     ├── CodecError (ValueError)          type_name
     └── StoreError                       the translated ``sqlite3`` error is its ``__cause__``
         └── SchemaVersionError           expected, got

@@ -897,13 +897,19 @@ class BaseStore(ABC):
         session_id: str,
         provider: str | None = None,
         eligible: Eligibility = MEMORY_ELIGIBLE,
+        value: str | None = None,
     ) -> list[walks.MarkerGap]:
         """Scan the session for marked eligible nodes below an unmarked eligible one (gaps).
 
+        A node holds one marker per provider, so after a consumer changes its value (a memory reset)
+        the nodes it re-marks lose the old value, and the old value's remaining markers read as gaps:
+        pass ``value`` to check only the consumer's current one.
+
         Returns:
-            Every gap found, for every provider and value (or only ``provider``); empty when sound.
+            Every gap found, for every provider and value (or only ``provider`` / ``value``); empty
+            when sound.
         """
-        return walks.marker_gaps(self.index(session_id), eligible, provider)
+        return walks.marker_gaps(self.index(session_id), eligible, provider, value)
 
     def to_networkx(self, session_id: str) -> Any:
         """Return a read-only networkx view of the session (see :func:`graph.views.to_networkx`)."""

@@ -134,11 +134,15 @@ def find_marker_gap(
 
 
 def marker_gaps(
-    index: SessionIndex, eligible: Eligibility, provider: str | None = None
+    index: SessionIndex,
+    eligible: Eligibility,
+    provider: str | None = None,
+    value: str | None = None,
 ) -> list[MarkerGap]:
-    """Scan a whole session for prefix-rule violations, for every provider and value (or one provider).
+    """Scan a whole session for prefix-rule violations, per (provider, value) pair present.
 
-    One pass over the nodes, each after its effective predecessor, per (provider, value) pair.
+    ``provider`` and ``value`` restrict the scan. One pass over the nodes, each after its effective
+    predecessor, per pair.
     """
     fast, test = _test(eligible)
     gaps: list[MarkerGap] = []
@@ -146,7 +150,9 @@ def marker_gaps(
     for prov, pm in index.marks.items():
         if provider is not None and prov != provider:
             continue
-        for value in sorted(set(pm.values())):
+        for val in sorted(set(pm.values())):
+            if value is not None and val != value:
+                continue
             clean: dict[str, bool] = {}
             order = order if order is not None else _effective_order(index)
             for n in order:
@@ -156,9 +162,9 @@ def marker_gaps(
                 if b & KIND_MASK == _SUMMARY and n in index.covers:
                     clean[n] = above
                 elif _eligible(fast, test, n, b):
-                    marked = pm.get(n) == value
+                    marked = pm.get(n) == val
                     if marked and not above:
-                        gaps.append(MarkerGap(prov, value, n))
+                        gaps.append(MarkerGap(prov, val, n))
                     clean[n] = above and marked
                 else:
                     clean[n] = above

@@ -169,3 +169,11 @@ def test_stats_count_the_graph(store: BaseStore) -> None:
     store.compact(sid, ["m1"], "s", layout="inline")
     st = store.stats(sid)
     assert (st.nodes, st.roots, st.forks, st.rewound, st.summaries) == (6, 2, 1, 1, 1)
+
+
+def test_verify_markers_can_check_only_the_current_value_after_a_reset(store: BaseStore) -> None:
+    sid = build(store, chain("m", 1, 4))
+    store.mark(sid, ["m1", "m2", "m3", "m4"], P, "old")
+    store.mark(sid, ["m1", "m2"], P, "new")
+    assert {g.value for g in store.verify_markers(sid)} == {"old"}
+    assert store.verify_markers(sid, P, value="new") == []
