@@ -75,7 +75,7 @@ def open_store(ctx: typer.Context) -> SessionStore:
 
 
 def resolve_session(store: BaseStore, ref: str) -> Session:
-    """Return the session whose id is ``ref`` or uniquely starts with it.
+    """Return the session whose id is ``ref`` or uniquely starts with it (top-level sessions first).
 
     Raises:
         UnknownSessionError: no session, or several, match.
@@ -84,6 +84,8 @@ def resolve_session(store: BaseStore, ref: str) -> Session:
         return store.session(ref)
     except UnknownSessionError:
         matches = [s for s in store.sessions() if s.id.startswith(ref)]
+        if len(matches) > 1:  # a parent's id prefixes its spawned sessions' ids: prefer the parent
+            matches = [s for s in matches if s.parent_session is None] or matches
         if len(matches) == 1:
             return matches[0]
         raise
@@ -182,8 +184,8 @@ def render_tree(store: BaseStore, session: Session) -> Tree:
                 if len(below) == 1:
                     n = below[0]
                     continue
-                for child in reversed(below):
-                    stack.append((at.add(f"[bold blue]fork[/] [dim]after {short(n)}[/]"), child))
+                forks = [(at.add(f"[bold blue]fork[/] [dim]after {short(n)}[/]"), c) for c in below]
+                stack.extend(reversed(forks))
                 break
 
     for root in (n for n, p in idx.pred.items() if p is None):
@@ -275,7 +277,6 @@ def mark(
 
 def main() -> None:
     """Run the command line, with the commands registered through entry points."""
-    from graph.importers.cli import register; register(app)  # noqa: E702, I001
     for ep in entry_points(group="sessiongraph.cli"):
         ep.load()(app)
     try:

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field
 
 from graph.ids import NodeId, SessionId
 
@@ -74,8 +74,8 @@ class ToolCallBlock(BaseModel):
     """The call id the runtime gave it (joins the result)."""
     name: str
     """The tool's name."""
-    arguments: JsonValue = None
-    """The arguments as the runtime recorded them (JSON-shaped)."""
+    arguments: Any = None
+    """The arguments as the runtime recorded them: JSON-shaped (the codec refuses anything else)."""
 
 
 class ToolResultBlock(BaseModel):
@@ -165,8 +165,10 @@ class Node(BaseModel):
     """Plain text or a tuple of blocks."""
     created_at: datetime
     """When the runtime wrote it (UTC)."""
-    metadata: Mapping[str, JsonValue] = Field(default_factory=dict)
-    """Free-form, JSON-shaped; ``written`` and ``rewound`` are the store's (see the class doc)."""
+    metadata: Mapping[str, Any] = Field(default_factory=dict)
+    """Free-form and JSON-shaped, checked by the codec's allow-list when stored (a pydantic JSON
+    validation here would cost more than the rest of an import); ``written`` and ``rewound`` are the
+    store's (see the class doc)."""
     covers: tuple[NodeId, ...] = ()
     """For a compaction summary: the nodes it replaces, oldest first (DESIGN.md 2)."""
 
