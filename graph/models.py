@@ -181,7 +181,7 @@ class Node(BaseModel):
     def written(self) -> Mapping[str, str]:
         """The written markers on this node: provider -> value."""
         w = self.metadata.get("written")
-        return w if isinstance(w, Mapping) else {}  # type: ignore[return-value]
+        return w if isinstance(w, Mapping) else {}
 
     @property
     def rewound(self) -> bool:
