@@ -35,14 +35,16 @@ def register(app: typer.Typer) -> None:
 
 
 def _summary(store: BaseStore, report: ImportReport) -> Table:
-    table = Table(title="imported sessions", title_justify="left")
-    table.add_column("session", no_wrap=True)
-    table.add_column("title", no_wrap=True, max_width=24, overflow="ellipsis")
-    table.add_column("format", no_wrap=True)
-    for col in ("nodes", "added", "roots", "forks", "rewound", "summaries", "spawned"):
-        table.add_column(col, justify="right", min_width=len(col))
-    table.add_column("skipped lines", justify="right", min_width=7)
-    table.add_column("seconds", justify="right", min_width=7)
+    """One row per imported session; narrow enough for an 80-column terminal (full ids: --json)."""
+    table = Table(title="imported sessions", title_justify="left", box=None, header_style="bold")
+    table.add_column("session", no_wrap=True, min_width=11)
+    # The counts never shrink; the title takes what an 80-column terminal leaves.
+    table.add_column(
+        "title", overflow="ellipsis", no_wrap=True, max_width=max(8, console.width - 76)
+    )
+    # nodes, nodes added, roots, forks, rewound, summaries, spawned sessions, skipped lines
+    for col in ("nodes", "new", "roots", "forks", "rewound", "summ", "spawn", "skip"):
+        table.add_column(col, justify="right", no_wrap=True, width=len(col))
     seen: set[str] = set()
     for fr in report.files:
         for i, sid in enumerate(fr.session_ids):
@@ -52,9 +54,8 @@ def _summary(store: BaseStore, report: ImportReport) -> Table:
             st = report.stats[sid]
             title = store.session(sid).title
             table.add_row(
-                escape(f"  ↳ …{sid[len(fr.session_ids[0]) :][:24]}" if i else sid),
-                escape(title[:40]),
-                fr.format,
+                escape(f" ↳ …{sid[-8:]}" if i else (sid if len(sid) <= 10 else sid[:9] + "…")),
+                escape(title[:60]),
                 str(st.nodes),
                 str(fr.nodes_added) if i == 0 else "",
                 str(st.roots),
@@ -63,7 +64,6 @@ def _summary(store: BaseStore, report: ImportReport) -> Table:
                 str(st.summaries),
                 str(st.spawned),
                 str(len(fr.skipped)) if i == 0 else "",
-                f"{fr.seconds:.3f}" if i == 0 else "",
             )
     return table
 
