@@ -1,4 +1,4 @@
-"""The README's library example runs and prints what the README says it prints."""
+"""The README's Python examples run, in order, and print what the README says they print."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ from pathlib import Path
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def test_library_example_prints_what_the_readme_shows(tmp_path: Path) -> None:
-    code = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)[0]
-    expected = [ln.strip()[2:] for ln in code.splitlines() if ln.strip().startswith("# [")]
+def test_python_examples_print_what_the_readme_shows(tmp_path: Path) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    assert len(blocks) >= 2
+    code = "\n".join(blocks)
+    expected = [ln[2:] for ln in code.splitlines() if ln.startswith("# ")]
     out = io.StringIO()
     cwd = os.getcwd()
     os.chdir(tmp_path)
@@ -24,3 +26,4 @@ def test_library_example_prints_what_the_readme_shows(tmp_path: Path) -> None:
         os.chdir(cwd)
     assert out.getvalue().splitlines() == expected
     assert (tmp_path / "demo-lib.db").exists()
+    assert (tmp_path / "memory-ws" / "memory.db").exists()
