@@ -151,6 +151,7 @@ class SessionIndex:
         marks: provider -> {node id -> marker value}.
         covers: summary id -> covered ids, oldest first.
         node_seq, mark_seq, rewound_seq: the newest change seen in each table (SQLite store).
+        rewound: how many nodes are stamped rewound (walks skip the check when none are).
     """
 
     __slots__ = (
@@ -164,6 +165,7 @@ class SessionIndex:
         "node_seq",
         "mark_seq",
         "rewound_seq",
+        "rewound",
         "stale",
         "_children",
     )
@@ -179,6 +181,7 @@ class SessionIndex:
         self.node_seq = 0
         self.mark_seq = 0
         self.rewound_seq = 0
+        self.rewound = 0
         self.stale = False
         self._children: dict[str, list[str]] | None = None
 
@@ -216,8 +219,9 @@ class SessionIndex:
         """Record rewound stamps written after the index was built."""
         bits = self.bits
         for n in nodes:
-            if n in bits:
+            if n in bits and not bits[n] & REWOUND:
                 bits[n] |= REWOUND
+                self.rewound += 1
 
     def effective_pred(self, node_id: str) -> str | None:
         """The node before ``node_id`` on the walked path (DESIGN.md 4).

@@ -199,10 +199,15 @@ def branch_ids(index: SessionIndex, head: str | None) -> list[str]:
     out: list[str] = []
     pred, bits = index.pred, index.bits
     n = head
-    while n is not None:
-        if not bits[n] & REWOUND:
+    if not index.rewound:  # the common case: no rewind, no flag to test
+        while n is not None:
             out.append(n)
-        n = pred[n]
+            n = pred[n]
+    else:
+        while n is not None:
+            if not bits[n] & REWOUND:
+                out.append(n)
+            n = pred[n]
     out.reverse()
     return out
 
