@@ -702,7 +702,7 @@ class BaseStore(ABC):
         return [self._model(rows[i], idx) for i in ids]
 
     def _model(self, row: NodeRow, idx: SessionIndex) -> Node:
-        meta = decode(row.metadata)
+        meta = {} if row.metadata == _EMPTY_METADATA else decode(row.metadata)
         written = {p: pm[row.id] for p, pm in idx.marks.items() if row.id in pm}
         if written:
             meta["written"] = written
