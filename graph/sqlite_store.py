@@ -12,7 +12,6 @@ refreshes its cached index by reading only the rows newer than the ones it saw.
 
 from __future__ import annotations
 
-import gc
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -26,7 +25,7 @@ from graph.errors import DuplicateSessionError, SchemaVersionError, StoreError, 
 from graph.ids import NodeId, SessionId
 from graph.index import SessionIndex
 from graph.models import Session, from_micros, to_micros
-from graph.store import BaseStore, NodeRow
+from graph.store import BaseStore, NodeRow, paused_gc
 
 __all__ = ["SCHEMA_VERSION", "SessionStore"]
 
@@ -223,10 +222,7 @@ class SessionStore(BaseStore):
                 return
             sid = index.session_id
             full = not index.pred and index.node_seq == 0
-            paused = full and gc.isenabled()
-            if paused:  # DESIGN.md 7: the cyclic GC costs 1.2-2.4x on bulk loads
-                gc.disable()
-            try:
+            with paused_gc(full):
                 summaries: list[str] = []
                 last = index.node_seq
                 pred, bits = index.pred, index.bits
@@ -272,9 +268,6 @@ class SessionStore(BaseStore):
                     index.rewound_seq = seq
                 index.stamp_rewound(stamped)
                 index.rev, index.head = row
-            finally:
-                if paused:
-                    gc.enable()
 
     def _session(self, row: tuple[Any, ...]) -> Session:
         sid, title, created, updated, head, spawned_from, parent, meta = row

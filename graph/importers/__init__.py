@@ -19,7 +19,7 @@ import orjson
 from graph.errors import GraphError
 from graph.importers import claude_code, codex, pi
 from graph.importers.report import FileReport, ImportReport, TranscriptError
-from graph.store import BaseStore
+from graph.store import BaseStore, paused_gc
 
 __all__ = [
     "FORMATS",
@@ -164,12 +164,14 @@ def import_file(store: BaseStore, path: Path, fmt: str | None = None) -> FileRep
     """
     path = Path(path)
     fmt = fmt or detect_format(path)
-    if fmt == "claude-code":
-        return claude_code.import_file(store, path)
-    if fmt == "pi":
-        return pi.import_file(store, path)
-    if fmt == "codex":
-        return codex.import_file(store, path)
+    readers = {
+        "claude-code": claude_code.import_file,
+        "pi": pi.import_file,
+        "codex": codex.import_file,
+    }
+    if fmt in readers:
+        with paused_gc():  # a transcript's lines stay alive until its one transaction commits
+            return readers[fmt](store, path)
     if fmt == "bundle":
         from graph.bundle import import_bundle
 
