@@ -19,7 +19,7 @@ import orjson
 from graph.errors import GraphError
 from graph.importers import claude_code, codex, pi
 from graph.importers.report import FileReport, ImportReport, TranscriptError
-from graph.store import BaseStore, paused_gc
+from graph.store import BaseStore
 
 __all__ = [
     "FORMATS",
@@ -170,8 +170,7 @@ def import_file(store: BaseStore, path: Path, fmt: str | None = None) -> FileRep
         "codex": codex.import_file,
     }
     if fmt in readers:
-        with paused_gc():  # a transcript's lines stay alive until its one transaction commits
-            return readers[fmt](store, path)
+        return readers[fmt](store, path)
     if fmt == "bundle":
         from graph.bundle import import_bundle
 

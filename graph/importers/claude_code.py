@@ -67,7 +67,7 @@ from graph.models import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from graph.store import BaseStore
+from graph.store import BaseStore, paused_gc
 
 __all__ = ["FORMAT", "agent_files", "import_file", "is_agent_file"]
 
@@ -362,6 +362,7 @@ def _foreign(store: BaseStore, ids: Sequence[str]) -> dict[str, str]:
 # ------------------------------------------------------------------------------------- import
 
 
+@paused_gc()  # a transcript's lines stay alive until its one transaction commits
 def import_file(store: BaseStore, path: Path) -> FileReport:
     """Import one Claude Code session file, with its sub-agent files, in one transaction.
 

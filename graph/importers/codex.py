@@ -52,7 +52,7 @@ from graph.models import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from graph.store import BaseStore
+from graph.store import BaseStore, paused_gc
 
 __all__ = ["FORMAT", "import_file"]
 
@@ -257,6 +257,7 @@ def _item(line: Line) -> tuple[Kind, Role, Content]:
 # ------------------------------------------------------------------------------------- import
 
 
+@paused_gc()  # a transcript's lines stay alive until its one transaction commits
 def import_file(store: BaseStore, path: Path) -> FileReport:
     """Import one Codex rollout in one transaction.
 

@@ -55,7 +55,7 @@ from graph.importers._common import (
 from graph.importers.jsonl import Line, LineProblems, read_jsonl
 from graph.importers.report import FileReport
 from graph.models import Block, Content, Kind, Node, Role, TextBlock, ToolCallBlock, ToolResultBlock
-from graph.store import BaseStore
+from graph.store import BaseStore, paused_gc
 
 __all__ = ["FORMAT", "header", "import_file"]
 
@@ -179,6 +179,7 @@ def _source_session(store: BaseStore, parent_path: str, report: FileReport) -> s
     return None
 
 
+@paused_gc()  # a transcript's lines stay alive until its one transaction commits
 def import_file(store: BaseStore, path: Path) -> FileReport:
     """Import one pi session file in one transaction.
 
