@@ -44,3 +44,15 @@ def build(store: BaseStore, spec: str, *, session: str = "s", head: str | None =
 def chain(prefix: str, first: int, last: int) -> str:
     """``chain("m", 1, 3)`` -> ``"m1-m2-m3"``."""
     return "-".join(f"{prefix}{i}" for i in range(first, last + 1))
+
+
+def turns(
+    store: BaseStore, sid: str, n: int, *, after: str | None = None, tag: str = "m"
+) -> list[str]:
+    """Append ``n`` alternating user/assistant turns (after ``after``, else at the head); their ids."""
+    ids: list[str] = []
+    for i in range(n):
+        kw = {"predecessor": after} if (i == 0 and after is not None) else {}
+        role = "user" if i % 2 == 0 else "assistant"
+        ids.append(store.append(sid, f"{tag}{i}", role=role, **kw).id)
+    return ids

@@ -6,20 +6,11 @@ the marker walk where it is the thing that fails.
 
 from __future__ import annotations
 
+from builder import turns
+
 from graph import BaseStore, Role
 from graph.cursors import IdSetCursor, OrdinalCursor
 from graph.testing import Consumer
-
-
-def _turns(
-    store: BaseStore, sid: str, n: int, *, after: str | None = None, tag: str = "m"
-) -> list[str]:
-    ids: list[str] = []
-    for i in range(n):
-        kw = {"predecessor": after} if (i == 0 and after is not None) else {}
-        role = Role.USER if i % 2 == 0 else Role.ASSISTANT
-        ids.append(store.append(sid, f"{tag}{i}", role=role, **kw).id)
-    return ids
 
 
 def _write_all(store: BaseStore, sid: str, consumer: Consumer) -> list[str]:
@@ -35,8 +26,8 @@ def _write_all(store: BaseStore, sid: str, consumer: Consumer) -> list[str]:
 def test_branch_switch_leaves_a_count_cursor_blind(store: BaseStore) -> None:
     """Switching the head to another branch: a count-based cursor sees nothing new there."""
     sid = store.create_session().id
-    main = _turns(store, sid, 6)
-    other = _turns(store, sid, 3, after=main[1], tag="b")
+    main = turns(store, sid, 6)
+    other = turns(store, sid, 3, after=main[1], tag="b")
     store.set_head(sid, main[-1])
     ordinal = OrdinalCursor()
     claimed = ordinal.pending_positions(store, sid)
@@ -50,7 +41,7 @@ def test_branch_switch_leaves_a_count_cursor_blind(store: BaseStore) -> None:
 def test_compaction_summary_is_not_written_again(store: BaseStore) -> None:
     """A compaction summary restates what was written; it must not come back as new content."""
     sid = store.create_session().id
-    m = _turns(store, sid, 4)
+    m = turns(store, sid, 4)
     memory = Consumer("memory", "ws")
     assert _write_all(store, sid, memory) == m
     inline = store.compact(sid, m[:3], "the story so far", layout="inline")
@@ -68,7 +59,7 @@ def test_compaction_summary_is_not_written_again(store: BaseStore) -> None:
 def test_unwritten_covered_turns_come_in_the_summary_place(store: BaseStore) -> None:
     """Sibling layout, nothing written yet: the covered turns are owed, the summary never is."""
     sid = store.create_session().id
-    m = _turns(store, sid, 4)
+    m = turns(store, sid, 4)
     s = store.compact(sid, m[1:], "summary", layout="sibling")
     assert store.pending_ids(sid, "memory", "ws") == m
     assert [n.id for n in IdSetCursor().pending(store, sid)] == m
@@ -78,10 +69,10 @@ def test_unwritten_covered_turns_come_in_the_summary_place(store: BaseStore) -> 
 def test_rewound_turns_do_not_come_back(store: BaseStore) -> None:
     """A rewind abandons turns; no later pass, head move or boundary pass delivers them."""
     sid = store.create_session().id
-    m = _turns(store, sid, 4)
+    m = turns(store, sid, 4)
     gone = store.rewind(sid, m[1])
     assert gone == m[2:]
-    again = _turns(store, sid, 2, tag="r")
+    again = turns(store, sid, 2, tag="r")
     memory = Consumer("memory", "ws")
     assert _write_all(store, sid, memory) == [*m[:2], *again]
     assert set(store.tips(sid)) == {again[-1]}
@@ -93,7 +84,7 @@ def test_rewound_turns_do_not_come_back(store: BaseStore) -> None:
 def test_fork_that_copies_the_parent_entries_delivers_them_once(store: BaseStore) -> None:
     """A fork written as a copy of the parent's entries (same ids, as Codex forks do) plus new ones."""
     sid = store.create_session().id
-    parent = _turns(store, sid, 5)
+    parent = turns(store, sid, 5)
     memory = Consumer("memory", "ws")
     assert _write_all(store, sid, memory) == parent
     copied = store.nodes(sid, parent[:3])
@@ -111,8 +102,8 @@ def test_fork_that_copies_the_parent_entries_delivers_them_once(store: BaseStore
 def test_memory_reset_makes_everything_pending_and_keeps_other_markers(store: BaseStore) -> None:
     """A new workspace id reads every turn as unwritten; another provider's markers stay."""
     sid = store.create_session().id
-    m = _turns(store, sid, 4)
-    other = _turns(store, sid, 2, after=m[1], tag="b")
+    m = turns(store, sid, 4)
+    other = turns(store, sid, 2, after=m[1], tag="b")
     memory, search = Consumer("memory", "ws-1"), Consumer("search", "idx")
     _write_all(store, sid, memory)
     _write_all(store, sid, search)

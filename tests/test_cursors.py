@@ -9,6 +9,7 @@ turns (positions 4-11) gets only its last 2, after which the whole branch is rec
 from __future__ import annotations
 
 import pytest
+from builder import turns
 
 from graph import BaseStore, Role
 from graph.cursors import (
@@ -22,21 +23,9 @@ from graph.errors import GraphError
 from graph.models import ToolCallBlock
 
 
-def _turns(
-    store: BaseStore, sid: str, n: int, *, after: str | None = None, tag: str = "m"
-) -> list[str]:
-    """Append ``n`` alternating user/assistant turns (after ``after``, else at the head)."""
-    ids: list[str] = []
-    for i in range(n):
-        kw = {"predecessor": after} if (i == 0 and after is not None) else {}
-        role = Role.USER if i % 2 == 0 else Role.ASSISTANT
-        ids.append(store.append(sid, f"{tag}{i}", role=role, **kw).id)
-    return ids
-
-
 def _written_main_line(store: BaseStore) -> tuple[str, list[str], OrdinalCursor, IdSetCursor]:
     sid = store.create_session("seed").id
-    main = _turns(store, sid, 9)
+    main = turns(store, sid, 9)
     ordinal, ids = OrdinalCursor(), IdSetCursor()
     batch = ordinal.pending_positions(store, sid)
     ordinal.advance(batch[-1][1].id, batch[-1][0])
@@ -53,7 +42,7 @@ def test_seed_main_line_written_to_nine(store: BaseStore) -> None:
 
 def test_seed_short_branch_gets_nothing(store: BaseStore) -> None:
     sid, main, ordinal, ids = _written_main_line(store)
-    own = _turns(store, sid, 2, after=main[2], tag="b")
+    own = turns(store, sid, 2, after=main[2], tag="b")
     assert ordinal.pending(store, sid) == []  # positions 4-5, both <= 9: the branch is missed
     assert [n.id for n in ids.pending(store, sid)] == own
     assert store.pending_ids(sid, "memory", "ws") == own
@@ -61,7 +50,7 @@ def test_seed_short_branch_gets_nothing(store: BaseStore) -> None:
 
 def test_seed_long_branch_gets_its_last_two_then_reads_written(store: BaseStore) -> None:
     sid, main, ordinal, ids = _written_main_line(store)
-    own = _turns(store, sid, 8, after=main[2], tag="b")
+    own = turns(store, sid, 8, after=main[2], tag="b")
     claimed = ordinal.pending_positions(store, sid)
     assert [(i, n.id) for i, n in claimed] == [(10, own[-2]), (11, own[-1])]
     ordinal.advance(claimed[-1][1].id, claimed[-1][0])
@@ -84,7 +73,7 @@ def test_ordinal_refuses_to_move_backwards() -> None:
 
 def test_ordinal_positions_skip_rewound_rows(store: BaseStore) -> None:
     sid = store.create_session().id
-    m = _turns(store, sid, 4)
+    m = turns(store, sid, 4)
     store.rewind(sid, m[1])
     c = store.append(sid, "again", role=Role.USER).id
     positions = [(i, n.id) for i, n in OrdinalCursor().positions(store, sid)]
@@ -103,7 +92,7 @@ def test_ordinal_counts_ineligible_rows() -> None:
     assert [(i, n.id) for i, n in OrdinalCursor().pending_positions(store, sid)] == [(1, u), (4, a)]
 
 
-def test_id_set_skips_ineligible_turns(store: BaseStore) -> None:
+def test_id_set_skips_ineligibleturns(store: BaseStore) -> None:
     sid = store.create_session().id
     u = store.append(sid, "q", role=Role.USER).id
     store.append(sid, "", role=Role.ASSISTANT)
@@ -118,7 +107,7 @@ def test_id_set_skips_ineligible_turns(store: BaseStore) -> None:
 @pytest.mark.parametrize("layout", ["inline", "sibling"])
 def test_id_set_never_delivers_a_summary(store: BaseStore, layout: str) -> None:
     sid = store.create_session().id
-    m = _turns(store, sid, 4)
+    m = turns(store, sid, 4)
     s = store.compact(sid, m[1:3], "summary", layout=layout)
     assert not oracle_eligible(s)
     path = [n.id for n in effective_branch(store, sid)]
@@ -135,7 +124,7 @@ def test_id_set_never_delivers_a_summary(store: BaseStore, layout: str) -> None:
 
 def test_id_set_drops_rewound_nodes(store: BaseStore) -> None:
     sid = store.create_session().id
-    m = _turns(store, sid, 4)
+    m = turns(store, sid, 4)
     store.rewind(sid, m[1])
     store.set_head(sid, m[3])  # the head back on rewound nodes: they stay undeliverable
     assert [n.id for n in IdSetCursor().pending(store, sid)] == m[:2]

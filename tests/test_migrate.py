@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+from builder import turns
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -13,20 +14,9 @@ from graph.migrate import claimed_by_ordinal, migrate_ids, migrate_ordinal
 from graph.testing import History, operations
 
 
-def _turns(
-    store: BaseStore, sid: str, n: int, *, after: str | None = None, tag: str = "m"
-) -> list[str]:
-    ids: list[str] = []
-    for i in range(n):
-        kw = {"predecessor": after} if (i == 0 and after is not None) else {}
-        role = Role.USER if i % 2 == 0 else Role.ASSISTANT
-        ids.append(store.append(sid, f"{tag}{i}", role=role, **kw).id)
-    return ids
-
-
 def test_ordinal_on_one_line_marks_up_to_its_message(store: BaseStore) -> None:
     sid = store.create_session().id
-    m = _turns(store, sid, 6)
+    m = turns(store, sid, 6)
     cursor = OrdinalCursor(ordinal=4, message_id=m[3])
     assert claimed_by_ordinal(store, sid, cursor) == set(m[:4])
     got = migrate_ordinal(store, sid, cursor, "memory", "ws")
@@ -37,8 +27,8 @@ def test_ordinal_on_one_line_marks_up_to_its_message(store: BaseStore) -> None:
 def test_ordinal_reads_the_branch_it_moved_on(store: BaseStore) -> None:
     """The cursor moved on the main line; the head is now on a fork: the fork is not claimed."""
     sid = store.create_session().id
-    main = _turns(store, sid, 9)
-    own = _turns(store, sid, 2, after=main[2], tag="b")
+    main = turns(store, sid, 9)
+    own = turns(store, sid, 2, after=main[2], tag="b")
     got = migrate_ordinal(store, sid, OrdinalCursor(9, main[-1]), "memory", "ws")
     assert got.marked == main and got.left == []
     assert store.pending_ids(sid, "memory", "ws") == own
@@ -46,14 +36,14 @@ def test_ordinal_reads_the_branch_it_moved_on(store: BaseStore) -> None:
 
 def test_ordinal_without_a_known_message_reads_the_head(store: BaseStore) -> None:
     sid = store.create_session().id
-    m = _turns(store, sid, 4)
+    m = turns(store, sid, 4)
     got = migrate_ordinal(store, sid, OrdinalCursor(2, "gone"), "memory", "ws")
     assert got.marked == m[:2]
 
 
 def test_id_set_with_a_hole_marks_only_the_prefix(store: BaseStore) -> None:
     sid = store.create_session().id
-    m = _turns(store, sid, 5)
+    m = turns(store, sid, 5)
     got = migrate_ids(store, sid, {m[0], m[1], m[3], "elsewhere"}, "memory", "ws")
     assert got.marked == m[:2]
     assert got.left == [m[3]]  # below the unwritten m2: marking it would strand m2
@@ -63,8 +53,8 @@ def test_id_set_with_a_hole_marks_only_the_prefix(store: BaseStore) -> None:
 
 def test_id_set_after_a_fork_marks_each_branch_prefix(store: BaseStore) -> None:
     sid = store.create_session().id
-    main = _turns(store, sid, 4)
-    own = _turns(store, sid, 3, after=main[1], tag="b")
+    main = turns(store, sid, 4)
+    own = turns(store, sid, 3, after=main[1], tag="b")
     got = migrate_ids(store, sid, {*main, own[0], own[2]}, "memory", "ws")
     assert set(got.marked) == {*main, own[0]} and got.left == [own[2]]
     assert store.pending_ids(sid, "memory", "ws") == own[1:]
@@ -73,7 +63,7 @@ def test_id_set_after_a_fork_marks_each_branch_prefix(store: BaseStore) -> None:
 
 def test_migration_keeps_existing_markers_and_other_values(store: BaseStore) -> None:
     sid = store.create_session().id
-    m = _turns(store, sid, 4)
+    m = turns(store, sid, 4)
     store.mark(sid, m[:2], "memory", "ws")
     got = migrate_ids(store, sid, {m[2]}, "memory", "ws")
     assert got.marked == [m[2]]
@@ -82,7 +72,7 @@ def test_migration_keeps_existing_markers_and_other_values(store: BaseStore) -> 
 
 def test_migration_through_a_sibling_summary(store: BaseStore) -> None:
     sid = store.create_session().id
-    m = _turns(store, sid, 4)
+    m = turns(store, sid, 4)
     s = store.compact(sid, m[1:3], "summary", layout="sibling")
     after = store.append(sid, "next", role=Role.USER).id
     got = migrate_ids(store, sid, {m[0], m[1], m[2], after}, "memory", "ws")
