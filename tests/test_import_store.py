@@ -1,10 +1,14 @@
-"""The one store operation the importers added: ``update_session`` (a metadata-only session write)."""
+"""What the importers add around the store: ``update_session`` and the per-file import frame."""
 
 from __future__ import annotations
+
+import gc
+from pathlib import Path
 
 import pytest
 
 from graph import CodecError, UnknownSessionError
+from graph.importers._common import file_import
 from graph.store import BaseStore
 
 
@@ -35,3 +39,13 @@ def test_update_session_inside_a_rolled_back_block_changes_nothing(store: BaseSt
         store.update_session(s.id, title="changed")
         raise RuntimeError("abort")
     assert store.session(s.id).title == "t"
+
+
+def test_a_file_import_pauses_the_gc_and_fills_its_report(tmp_path: Path) -> None:
+
+    seen = []
+    with file_import(tmp_path / "x.jsonl", "pi") as (report, problems):
+        seen.append(gc.isenabled())
+        problems.skipped.append((3, "torn"))
+    assert seen == [False] and gc.isenabled()
+    assert report.skipped == [(3, "torn")] and report.seconds > 0

@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from graph.errors import UnknownSessionError
+from graph.importers.jsonl import LineProblems
+from graph.importers.report import FileReport
 from graph.index import REWOUND as _REWOUND
 from graph.models import Content, ImageBlock, Session, TextBlock, content_text
-from graph.store import BaseStore
+from graph.store import BaseStore, paused_gc
 
 __all__ = [
     "EPOCH",
     "ensure_session",
+    "file_import",
     "image_block",
     "parse_time",
     "preview",
@@ -25,6 +31,24 @@ __all__ = [
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 """The time given to an entry that carries none and follows none."""
+
+
+@contextmanager
+def file_import(path: Path, fmt: str) -> Iterator[tuple[FileReport, LineProblems]]:
+    """Frame one file's import: yield its report and line-problem log, then fill the report in.
+
+    The cyclic GC is paused throughout (a transcript's lines stay alive until its one transaction
+    commits, DESIGN.md 7). On leaving, the skipped and repaired lines join the report and
+    ``report.seconds`` is set to the wall time taken (seconds). The caller opens the transaction.
+    """
+    start = time.perf_counter()
+    report = FileReport(Path(path), fmt)
+    problems = LineProblems()
+    with paused_gc():
+        yield report, problems
+    report.skipped += problems.skipped
+    report.repaired += problems.repaired
+    report.seconds = time.perf_counter() - start
 
 
 def parse_time(value: Any, fallback: datetime) -> datetime:

@@ -37,7 +37,6 @@ Mapping (DESIGN.md 5, corpus ``FORMATS.md`` section 1):
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -49,6 +48,7 @@ import orjson
 from graph.importers._common import (
     EPOCH,
     ensure_session,
+    file_import,
     image_block,
     parse_time,
     preview,
@@ -67,7 +67,7 @@ from graph.models import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from graph.store import BaseStore, paused_gc
+from graph.store import BaseStore
 
 __all__ = ["FORMAT", "agent_files", "import_file", "is_agent_file"]
 
@@ -362,7 +362,6 @@ def _foreign(store: BaseStore, ids: Sequence[str]) -> dict[str, str]:
 # ------------------------------------------------------------------------------------- import
 
 
-@paused_gc()  # a transcript's lines stay alive until its one transaction commits
 def import_file(store: BaseStore, path: Path) -> FileReport:
     """Import one Claude Code session file, with its sub-agent files, in one transaction.
 
@@ -377,18 +376,13 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
         OSError: the file cannot be read.
         GraphError: the store refused a write; nothing of the file was stored.
     """
-    start = time.perf_counter()
-    report = FileReport(Path(path), FORMAT)
-    problems = LineProblems()
-    t = _read(Path(path), problems)
-    with store.atomic():
-        if is_agent_file(Path(path)) and t.session_id != Path(path).stem:
-            _import_agent(store, t, t.session_id, {}, report)
-        else:
-            _import_main(store, t, report, problems)
-    report.skipped += problems.skipped
-    report.repaired += problems.repaired
-    report.seconds = time.perf_counter() - start
+    with file_import(path, FORMAT) as (report, problems):
+        t = _read(Path(path), problems)
+        with store.atomic():
+            if is_agent_file(Path(path)) and t.session_id != Path(path).stem:
+                _import_agent(store, t, t.session_id, {}, report)
+            else:
+                _import_main(store, t, report, problems)
     return report
 
 

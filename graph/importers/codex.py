@@ -28,7 +28,6 @@ Mapping (DESIGN.md 5, corpus ``FORMATS.md`` section 3):
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -38,8 +37,15 @@ from typing import Any
 import orjson
 
 from graph.errors import UnknownSessionError
-from graph.importers._common import EPOCH, ensure_session, parse_time, preview, stored_ids
-from graph.importers.jsonl import Line, LineProblems, read_jsonl
+from graph.importers._common import (
+    EPOCH,
+    ensure_session,
+    file_import,
+    parse_time,
+    preview,
+    stored_ids,
+)
+from graph.importers.jsonl import Line, read_jsonl
 from graph.importers.report import FileReport
 from graph.models import (
     Block,
@@ -52,7 +58,7 @@ from graph.models import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from graph.store import BaseStore, paused_gc
+from graph.store import BaseStore
 
 __all__ = ["FORMAT", "import_file"]
 
@@ -257,7 +263,6 @@ def _item(line: Line) -> tuple[Kind, Role, Content]:
 # ------------------------------------------------------------------------------------- import
 
 
-@paused_gc()  # a transcript's lines stay alive until its one transaction commits
 def import_file(store: BaseStore, path: Path) -> FileReport:
     """Import one Codex rollout in one transaction.
 
@@ -270,24 +275,19 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
         OSError: the file cannot be read.
         GraphError: the store refused a write; nothing of the file was stored.
     """
-    start = time.perf_counter()
     path = Path(path)
-    report = FileReport(path, FORMAT)
-    problems = LineProblems()
-    items = list(read_jsonl(path, problems))
-    first = next((i for i, line in enumerate(items) if _is_meta(line)), None)
-    if first is None:
-        report.notes.append("no session_meta: the rollout is named after its file")
-        items.insert(0, Line(0, {"type": "session_meta", "payload": {"id": path.stem}}))
-        first = 0
-    for line in items[:first]:
-        problems.skipped.append((line.number, "item before the first session_meta"))
-    items = items[first:]
-    with store.atomic():
-        _import(store, path, items, report)
-    report.skipped += problems.skipped
-    report.repaired += problems.repaired
-    report.seconds = time.perf_counter() - start
+    with file_import(path, FORMAT) as (report, problems):
+        items = list(read_jsonl(path, problems))
+        first = next((i for i, line in enumerate(items) if _is_meta(line)), None)
+        if first is None:
+            report.notes.append("no session_meta: the rollout is named after its file")
+            items.insert(0, Line(0, {"type": "session_meta", "payload": {"id": path.stem}}))
+            first = 0
+        for line in items[:first]:
+            problems.skipped.append((line.number, "item before the first session_meta"))
+        items = items[first:]
+        with store.atomic():
+            _import(store, path, items, report)
     return report
 
 

@@ -35,7 +35,6 @@ Mapping (DESIGN.md 5, corpus ``FORMATS.md`` section 2):
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
@@ -47,15 +46,16 @@ from graph.errors import UnknownSessionError
 from graph.importers._common import (
     EPOCH,
     ensure_session,
+    file_import,
     image_block,
     parse_time,
     preview,
     stored_ids,
 )
-from graph.importers.jsonl import Line, LineProblems, read_jsonl
+from graph.importers.jsonl import Line, read_jsonl
 from graph.importers.report import FileReport
 from graph.models import Block, Content, Kind, Node, Role, TextBlock, ToolCallBlock, ToolResultBlock
-from graph.store import BaseStore, paused_gc
+from graph.store import BaseStore
 
 __all__ = ["FORMAT", "header", "import_file"]
 
@@ -179,7 +179,6 @@ def _source_session(store: BaseStore, parent_path: str, report: FileReport) -> s
     return None
 
 
-@paused_gc()  # a transcript's lines stay alive until its one transaction commits
 def import_file(store: BaseStore, path: Path) -> FileReport:
     """Import one pi session file in one transaction.
 
@@ -192,16 +191,11 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
         OSError: the file cannot be read.
         GraphError: the store refused a write; nothing of the file was stored.
     """
-    start = time.perf_counter()
     path = Path(path)
-    report = FileReport(path, FORMAT)
-    problems = LineProblems()
-    lines = list(read_jsonl(path, problems))
-    with store.atomic():
-        _import(store, path, lines, report)
-    report.skipped += problems.skipped
-    report.repaired += problems.repaired
-    report.seconds = time.perf_counter() - start
+    with file_import(path, FORMAT) as (report, problems):
+        lines = list(read_jsonl(path, problems))
+        with store.atomic():
+            _import(store, path, lines, report)
     return report
 
 
