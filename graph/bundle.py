@@ -7,12 +7,12 @@ same graph, heads and markers; importing it twice changes nothing.
 
 Layout (msgpack, a closed set of plain types, no extension types)::
 
-    {"format": "sessiongraph-bundle", "version": 1, "exported_at": <µs>,
+    {"format": "sessiongraph-bundle", "version": 2, "exported_at": <µs>,
      "sessions": [{"id", "title", "created_at", "updated_at", "head", "metadata",
                    "spawned_from", "parent_session",
                    "nodes": [{"id", "predecessor", "kind", "role", "content", "created_at",
                               "metadata", "covers"}, ...],        # predecessors first
-                   "markers": {provider: {node id: value}},
+                   "markers": {provider: {node id: [value, ...]}},  # version 1: one value
                    "rewound": [node id, ...]}, ...]}             # parents before spawned sessions
 
 Times are integer microseconds since the Unix epoch.
@@ -28,8 +28,8 @@ from typing import Any
 import msgpack
 from pydantic import TypeAdapter, ValidationError
 
-from graph.errors import CodecError, GraphError, UnknownSessionError
-from graph.index import REWOUND, Eligible
+from graph.errors import CodecError, GraphError
+from graph.index import Eligible
 from graph.models import Block, Kind, Node, Role, from_micros, to_micros, utcnow
 from graph.store import BaseStore
 
@@ -43,7 +43,7 @@ __all__ = [
     "read_bundle",
 ]
 
-BUNDLE_VERSION = 1
+BUNDLE_VERSION = 2
 """The bundle format version this library writes and the newest it reads."""
 
 MAGIC = b"sessiongraph-bundle"
@@ -89,7 +89,7 @@ def _session_record(store: BaseStore, session_id: str) -> dict[str, Any]:
     s = store.session(session_id)
     idx = store.index(session_id)
     nodes = []
-    for n in store.nodes(session_id, list(idx.pred)):
+    for n in store.nodes(session_id):
         nodes.append(
             {
                 "id": n.id,
@@ -116,9 +116,18 @@ def _session_record(store: BaseStore, session_id: str) -> dict[str, Any]:
         "spawned_from": s.spawned_from,
         "parent_session": s.parent_session,
         "nodes": nodes,
-        "markers": {p: dict(pm) for p, pm in idx.marks.items()},
-        "rewound": [n for n, b in idx.bits.items() if b & REWOUND],
+        "markers": _markers(idx.marks),
+        "rewound": [n for n in idx.pred if idx.is_rewound(n)],
     }
+
+
+def _markers(marks: Mapping[tuple[str, str], Any]) -> dict[str, dict[str, list[str]]]:
+    """Provider -> node id -> the values written (a node holds any number of values per provider)."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for provider, value in sorted(marks):
+        for n in sorted(marks[(provider, value)]):
+            out.setdefault(provider, {}).setdefault(n, []).append(value)
+    return out
 
 
 def export_session(
@@ -188,28 +197,6 @@ def _node(session_id: str, n: Mapping[str, Any]) -> Node:
     )
 
 
-def _stamp(store: BaseStore, session_id: str, ids: list[str]) -> int:
-    """Stamp exactly ``ids`` rewound, through :meth:`BaseStore.rewind` (head put back afterwards)."""
-    idx = store.index(session_id)
-    todo = {i for i in ids if not idx.bits[i] & REWOUND}
-    if not todo:
-        return 0
-    head = idx.head
-    rewound = set(ids)
-    has_child_in = {idx.pred[i] for i in rewound}
-    stamped = 0
-    for bottom in (i for i in ids if i not in has_child_in):
-        to = idx.pred[bottom]
-        while to is not None and to in rewound:
-            to = idx.pred[to]
-        if to is None:
-            continue  # a rewound root cannot be stamped by a rewind; none is ever made
-        store.set_head(session_id, bottom)
-        stamped += len(store.rewind(session_id, to))
-    store.set_head(session_id, head)
-    return stamped
-
-
 def import_bundle(store: BaseStore, path: Path | str) -> BundleReport:
     """Import a bundle in one transaction: sessions, nodes, heads, markers and rewound stamps.
 
@@ -227,9 +214,7 @@ def import_bundle(store: BaseStore, path: Path | str) -> BundleReport:
         with store.atomic():
             for rec in data["sessions"]:
                 sid = rec["id"]
-                try:
-                    store.session(sid)
-                except UnknownSessionError:
+                if not store.has_session(sid):
                     store.create_session(
                         rec.get("title") or "",
                         id=sid,
@@ -240,11 +225,13 @@ def import_bundle(store: BaseStore, path: Path | str) -> BundleReport:
                     )
                 nodes = [_node(sid, n) for n in rec.get("nodes") or []]
                 report.nodes_added += len(store.add_nodes(sid, nodes, head=rec.get("head")))
-                report.rewound += _stamp(store, sid, list(rec.get("rewound") or []))
+                report.rewound += len(store.stamp_rewound(sid, list(rec.get("rewound") or [])))
                 groups: dict[tuple[str, str], list[str]] = {}
                 for provider, pm in (rec.get("markers") or {}).items():
-                    for node_id, value in pm.items():
-                        groups.setdefault((provider, value), []).append(node_id)
+                    for node_id, values in pm.items():
+                        # version 1 bundles hold one value per node and provider, version 2 a list
+                        for value in [values] if isinstance(values, str) else values:
+                            groups.setdefault((provider, value), []).append(node_id)
                 for (provider, value), ids in groups.items():
                     report.markers += store.mark(sid, ids, provider, value, _NOTHING_ELIGIBLE)
                 report.session_ids.append(sid)

@@ -1,8 +1,9 @@
 """The ``sessiongraph`` command line: the session graph's commands, plus commands other packages add.
 
-Packages extend the CLI through the ``sessiongraph.cli`` entry-point group: each entry point names a
-function ``register(app: typer.Typer) -> None`` (the memory package adds ``sessiongraph memory`` this
-way, so ``graph`` never imports ``memory``).
+The graph's own commands (``import`` and ``export`` included) are registered directly, so the CLI of a
+checkout that is not pip-installed is complete. Other packages extend it through the ``sessiongraph.cli``
+entry-point group: each entry point names a function ``register(app: typer.Typer) -> None`` (the memory
+package adds ``sessiongraph memory`` this way, so ``graph`` never imports ``memory``).
 
 The store is ``--db PATH``, else ``$SESSIONGRAPH_DB``, else ``sessiongraph.db`` in the user's data
 directory (platformdirs).
@@ -24,7 +25,6 @@ from rich.table import Table
 from rich.tree import Tree
 
 from graph.errors import GraphError, UnknownSessionError
-from graph.index import KIND_MASK, REWOUND
 from graph.models import Node, Session
 from graph.sqlite_store import SessionStore
 from graph.store import BaseStore
@@ -80,15 +80,14 @@ def resolve_session(store: BaseStore, ref: str) -> Session:
     Raises:
         UnknownSessionError: no session, or several, match.
     """
-    try:
+    if store.has_session(ref):
         return store.session(ref)
-    except UnknownSessionError:
-        matches = [s for s in store.sessions() if s.id.startswith(ref)]
-        if len(matches) > 1:  # a parent's id prefixes its spawned sessions' ids: prefer the parent
-            matches = [s for s in matches if s.parent_session is None] or matches
-        if len(matches) == 1:
-            return matches[0]
-        raise
+    matches = [s for s in store.sessions() if s.id.startswith(ref)]
+    if len(matches) > 1:  # a parent's id prefixes its spawned sessions' ids: prefer the parent
+        matches = [s for s in matches if s.parent_session is None] or matches
+    if len(matches) == 1:
+        return matches[0]
+    raise UnknownSessionError(ref)
 
 
 def _dump(data: Any) -> None:
@@ -143,7 +142,7 @@ def render_tree(store: BaseStore, session: Session) -> Tree:
     number of nodes they cover), spawned sessions and markers per provider are shown on their nodes.
     """
     idx = store.index(session.id)
-    nodes: dict[str, Node] = {n.id: n for n in store.nodes(session.id, list(idx.pred))}
+    nodes: dict[str, Node] = {n.id: n for n in store.nodes(session.id)}
     st = store.stats(session.id)
     tree = Tree(
         f"[bold]{escape(session.id)}[/] {escape(session.title)}  "
@@ -158,16 +157,16 @@ def render_tree(store: BaseStore, session: Session) -> Tree:
 
     def line(n: str) -> str:
         node = nodes[n]
-        b = idx.bits[n]
-        kind = ("message", "summary", "event")[b & KIND_MASK]
+        kind = idx.kind_of(n).value
         label = f"[cyan]{node.role.value}[/]" if kind == "message" else f"[magenta]{kind}[/]"
         text = f"{label} [dim]{short(n)}[/] {escape(_preview(node))}"
         if node.covers:
             text += f" [magenta](covers {len(node.covers)})[/]"
-        if b & REWOUND:
+        if idx.is_rewound(n):
             text = f"[strike dim]{text}[/] [red]rewound[/]"
-        for provider, value in sorted(node.written.items()):
-            text += f" [green]✓{escape(provider)}={escape(value[:8])}[/]"
+        for provider, values in sorted(node.written.items()):
+            for value in values:
+                text += f" [green]✓{escape(provider)}={escape(value[:8])}[/]"
         for child in spawned.get(n, []):
             text += f" [yellow]→ spawned {escape(short(child.id))}[/]"
         if n == idx.head:
@@ -180,7 +179,7 @@ def render_tree(store: BaseStore, session: Session) -> Tree:
             at, n = stack.pop()
             while True:
                 at.add(line(n))
-                below = kids.get(n, [])
+                below = kids.get(n, ())
                 if len(below) == 1:
                     n = below[0]
                     continue
@@ -203,14 +202,13 @@ def show(
     store = open_store(ctx)
     s = resolve_session(store, session)
     if json:
-        idx = store.index(s.id)
         _dump(
             {
                 "session": s.model_dump(mode="json"),
                 "stats": store.stats(s.id)._asdict(),
                 "tips": store.tips(s.id),
                 "spawned": [c.id for c in store.spawns(s.id)],
-                "nodes": [node_json(n) for n in store.nodes(s.id, list(idx.pred))],
+                "nodes": [node_json(n) for n in store.nodes(s.id)],
             }
         )
         return
@@ -276,7 +274,10 @@ def mark(
 
 
 def main() -> None:
-    """Run the command line, with the commands registered through entry points."""
+    """Run the command line: the graph's own commands, then those registered through entry points."""
+    from graph.importers.cli import register  # imports this module: registered here, not at import
+
+    register(app)
     for ep in entry_points(group="sessiongraph.cli"):
         ep.load()(app)
     try:

@@ -1,6 +1,8 @@
-"""Payload codec: msgpack with a closed allow-list of types (DESIGN.md 3).
+"""Payload codec: msgpack with a closed allow-list of types.
 
-A payload is a msgpack map ``{"v": FORMAT_VERSION, "d": data}``. Encoding accepts ``None``, ``bool``,
+Encoding is canonical: every map is written with its keys sorted, so equal data (dicts that differ
+only in key order included) always gives equal bytes, and the store can compare stored content by its
+bytes. A payload is a msgpack map ``{"v": FORMAT_VERSION, "d": data}``. Encoding accepts ``None``, ``bool``,
 ``int``, ``float``, ``str``, ``bytes``, lists, tuples and string-keyed dicts, plus the content blocks
 of :mod:`graph.models` (stored as their field maps). Decoding revives only those plain types and the
 content blocks, through their pydantic models: no msgpack extension type is accepted and nothing is
@@ -31,19 +33,36 @@ def _default(value: object) -> Any:
     raise CodecError(type(value).__name__, "not in the allow-list")
 
 
+def _canonical(value: Any) -> Any:
+    """``value`` with every dict's keys in sorted order (models dumped to their field maps)."""
+    if isinstance(value, dict):
+        if len(value) > 1:
+            try:
+                keys = sorted(value)
+            except TypeError:
+                keys = list(value)  # mixed key types: msgpack's strict key check reports it
+            return {k: _canonical(value[k]) for k in keys}
+        return {k: _canonical(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    if isinstance(value, BaseModel):
+        return _canonical(value.model_dump(mode="python"))
+    return value
+
+
 def _no_ext(code: int, data: bytes) -> Any:
     raise CodecError(f"msgpack extension type {code}", "not in the allow-list")
 
 
 def encode(data: Any) -> bytes:
-    """Encode JSON-shaped ``data`` as a versioned msgpack payload.
+    """Encode JSON-shaped ``data`` as a versioned msgpack payload, canonically (map keys sorted).
 
     Raises:
         CodecError: ``data`` holds a value outside the allow-list (a datetime, a set, an object).
     """
     try:
         packed: bytes = msgpack.packb(
-            {"v": FORMAT_VERSION, "d": data}, default=_default, use_bin_type=True
+            {"v": FORMAT_VERSION, "d": _canonical(data)}, default=_default, use_bin_type=True
         )
         return packed
     except (TypeError, ValueError, OverflowError) as e:
@@ -72,7 +91,11 @@ def decode(payload: bytes) -> Any:
 
 
 def encode_content(content: Content) -> bytes:
-    """Encode node content (text or blocks); equal content always gives equal bytes."""
+    """Encode node content (text or blocks); equal content always gives equal bytes.
+
+    Dicts inside blocks (a tool call's arguments, say) that differ only in key order are equal
+    content and encode to the same bytes.
+    """
     if isinstance(content, str):
         return encode(content)
     return encode([b.model_dump(mode="python") for b in content])

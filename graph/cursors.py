@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from graph.errors import GraphError
-from graph.index import MEMORY_ELIGIBLE, REWOUND, Eligibility, NodeInfo, node_bits
+from graph.index import MEMORY_ELIGIBLE, Eligibility, NodeInfo, node_bits
 from graph.models import Kind, Node
 from graph.store import BaseStore
 
@@ -183,13 +183,13 @@ class OrdinalCursor:
 
 
 def _bits(node: Node) -> int:
-    bits = node_bits(
+    return node_bits(
         node.kind,
         node.role,
         empty=not node.text.strip(),
         scheduled=bool(node.metadata.get("scheduled")),
+        rewound=node.rewound,
     )
-    return bits | (REWOUND if node.rewound else 0)
 
 
 @dataclass

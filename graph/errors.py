@@ -41,6 +41,7 @@ __all__ = [
     "NotFoundError",
     "NotOnBranchError",
     "SchemaVersionError",
+    "StoreBusyError",
     "StoreError",
     "UnknownNodeError",
     "UnknownPredecessorError",
@@ -243,6 +244,25 @@ class CodecError(GraphError, ValueError):
 
 class StoreError(GraphError):
     """The database failed (locked, corrupt, read-only, full); the ``sqlite3`` error is the cause."""
+
+
+class StoreBusyError(StoreError):
+    """Another connection held the write lock past the timeout; the same call, retried, will work.
+
+    Nothing was written. Readers never take the write lock, so only writes (and the one-time creation
+    or migration of a file's schema) wait for it.
+
+    Attributes:
+        retryable: Always True: the store is sound, only busy.
+    """
+
+    retryable = True
+
+    def __init__(self, what: str) -> None:
+        super().__init__(
+            f"the store is busy: {what}: another process holds the write lock; retry the same call"
+        )
+        self.what = what
 
 
 class SchemaVersionError(StoreError):

@@ -1,14 +1,21 @@
 """The in-process index of one session: what every walk needs, and nothing decoded from payloads.
 
-DESIGN.md sections 3 and 7: ids, predecessors, kind, role and flags live in columns (packed into one
-integer, :data:`bits`), so a full rebuild reads three columns per node and decodes no msgpack. The index
-is cached by the store and refreshed from what changed since it was built.
+Ids, predecessors, kind, role and flags live in stored columns (kind, role and flags packed into one
+integer, the ``bits`` column), so a full rebuild reads three columns per node and decodes no msgpack.
+The index is cached by the store and refreshed from what changed since it was built.
+
+The bit layout is this module's business: everything else asks the index (:meth:`SessionIndex.kind_of`,
+:meth:`SessionIndex.is_summary`, :meth:`SessionIndex.is_message`, :meth:`SessionIndex.is_rewound`, ...)
+or a :class:`NodeInfo`. A new flag is one more constant here, one more keyword of :func:`node_bits` and
+one more question on :class:`IndexQueries`. Callers outside the store get :class:`IndexView`, a
+read-only face of the cached index.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from graph.models import Kind, Role
 
@@ -22,9 +29,16 @@ __all__ = [
     "SIBLING",
     "Eligibility",
     "Eligible",
+    "IndexQueries",
+    "IndexView",
     "NodeInfo",
     "SessionIndex",
+    "as_sibling",
+    "is_summary_bits",
+    "kind_of_bits",
     "node_bits",
+    "role_of_bits",
+    "same_kind_and_role",
 ]
 
 _KINDS = (Kind.MESSAGE, Kind.SUMMARY, Kind.EVENT)
@@ -46,19 +60,53 @@ REWOUND = 1 << 7
 """Bit 7, in the index only: the node is stamped rewound (the ``rewound`` table is the record)."""
 
 _SUMMARY = _KIND_CODE[Kind.SUMMARY]
+_MESSAGE = _KIND_CODE[Kind.MESSAGE]
 
 
 def node_bits(
-    kind: Kind, role: Role, *, empty: bool, scheduled: bool, sibling: bool = False
+    kind: Kind,
+    role: Role,
+    *,
+    empty: bool,
+    scheduled: bool,
+    sibling: bool = False,
+    rewound: bool = False,
 ) -> int:
-    """Pack a node's kind, role and flags into the ``bits`` column."""
+    """Pack a node's kind, role and flags into the ``bits`` column (``rewound``: the index's flag)."""
     return (
         _KIND_CODE[kind]
         | _ROLE_CODE[role]
         | (EMPTY if empty else 0)
         | (SCHEDULED if scheduled else 0)
         | (SIBLING if sibling else 0)
+        | (REWOUND if rewound else 0)
     )
+
+
+def kind_of_bits(bits: int) -> Kind:
+    """The kind packed into a ``bits`` value."""
+    return _KINDS[bits & KIND_MASK]
+
+
+def role_of_bits(bits: int) -> Role:
+    """The role packed into a ``bits`` value."""
+    return _ROLES[(bits & ROLE_MASK) >> 2]
+
+
+def same_kind_and_role(a: int, b: int) -> bool:
+    """Whether two ``bits`` values hold the same kind and role (flags aside)."""
+    mask = KIND_MASK | ROLE_MASK
+    return a & mask == b & mask
+
+
+def as_sibling(bits: int) -> int:
+    """The ``bits`` value of a summary once it is known to be in the sibling layout."""
+    return bits | SIBLING
+
+
+def is_summary_bits(bits: int) -> bool:
+    """Whether a ``bits`` value is a compaction summary's."""
+    return bits & KIND_MASK == _SUMMARY
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,11 +184,79 @@ class Eligible:
 
 
 MEMORY_ELIGIBLE = Eligible()
-"""The memory writer's default (DESIGN.md 2): user or assistant messages with text, not scheduled."""
+"""The memory writer's default: user or assistant messages with text, not scheduled."""
 
 
-class SessionIndex:
-    """The cached walk structures of one session.
+Marks = dict[tuple[str, str], set[str]]
+"""(provider, value) -> the ids of the nodes carrying that marker."""
+
+
+class IndexQueries:
+    """The questions every index answers about one node, read from its packed bits.
+
+    Mixed into :class:`SessionIndex` and :class:`IndexView`; both supply ``bits``, ``covers`` and
+    ``marks``. Every method raises ``KeyError`` for an id that is not a node of the session.
+    """
+
+    __slots__ = ()
+    bits: Mapping[str, int]
+    covers: Mapping[str, tuple[str, ...]]
+    marks: Mapping[tuple[str, str], Set[str]]
+
+    def kind_of(self, node_id: str) -> Kind:
+        """The node's kind."""
+        return _KINDS[self.bits[node_id] & KIND_MASK]
+
+    def role_of(self, node_id: str) -> Role:
+        """The node's role."""
+        return _ROLES[(self.bits[node_id] & ROLE_MASK) >> 2]
+
+    def info(self, node_id: str) -> NodeInfo:
+        """What an eligibility predicate sees of the node."""
+        return NodeInfo(node_id, self.bits[node_id])
+
+    def is_message(self, node_id: str) -> bool:
+        """Whether the node is of kind message (rewound or not)."""
+        return self.bits[node_id] & KIND_MASK == _MESSAGE
+
+    def is_summary(self, node_id: str) -> bool:
+        """Whether the node is a compaction summary (with covers or without)."""
+        return self.bits[node_id] & KIND_MASK == _SUMMARY
+
+    def is_rewound(self, node_id: str) -> bool:
+        """Whether the node is stamped rewound."""
+        return bool(self.bits[node_id] & REWOUND)
+
+    def is_sibling(self, node_id: str) -> bool:
+        """Whether the node is a sibling-layout summary (its covered nodes are not its ancestors)."""
+        return bool(self.bits[node_id] & SIBLING)
+
+    def is_live_message(self, node_id: str) -> bool:
+        """Whether the node is a message that is not rewound."""
+        return self.bits[node_id] & (KIND_MASK | REWOUND) == _MESSAGE
+
+    def is_written(self, node_id: str, provider: str, value: str) -> bool:
+        """Whether the node carries the marker ``(provider, value)``."""
+        got = self.marks.get((provider, value))
+        return got is not None and node_id in got
+
+    def written(self, node_id: str) -> dict[str, tuple[str, ...]]:
+        """The node's markers: provider -> its values, sorted (empty when none)."""
+        out: dict[str, list[str]] = {}
+        for (provider, value), ids in self.marks.items():
+            if node_id in ids:
+                out.setdefault(provider, []).append(value)
+        return {p: tuple(sorted(vs)) for p, vs in sorted(out.items())}
+
+    def marker_values(self, provider: str) -> list[str]:
+        """The values ``provider`` has written markers with in this session, sorted."""
+        return sorted(v for p, v in self.marks if p == provider and self.marks[(p, v)])
+
+
+class SessionIndex(IndexQueries):
+    """The cached walk structures of one session (the store's own, mutable copy).
+
+    Callers outside the store see it through :class:`IndexView`.
 
     Attributes:
         session_id: The session.
@@ -148,7 +264,8 @@ class SessionIndex:
         rev: The session's change counter when the index was last brought up to date.
         pred: node id -> predecessor id (None for roots), in insertion order (a topological order).
         bits: node id -> packed kind, role and flags (:data:`REWOUND` included).
-        marks: provider -> {node id -> marker value}.
+        marks: (provider, value) -> ids of the nodes carrying that marker. A node carries any number
+            of values of one provider; a marker of another value is no marker for this one.
         covers: summary id -> covered ids, oldest first.
         node_seq, mark_seq, rewound_seq: the newest change seen in each table (SQLite store).
         rewound: how many nodes are stamped rewound (walks skip the check when none are).
@@ -176,7 +293,7 @@ class SessionIndex:
         self.rev = 0
         self.pred: dict[str, str | None] = {}
         self.bits: dict[str, int] = {}
-        self.marks: dict[str, dict[str, str]] = {}
+        self.marks: Marks = {}
         self.covers: dict[str, tuple[str, ...]] = {}
         self.node_seq = 0
         self.mark_seq = 0
@@ -197,9 +314,7 @@ class SessionIndex:
 
     def add_marks(self, provider: str, value: str, nodes: Iterable[str]) -> None:
         """Record markers written after the index was built."""
-        pm = self.marks.setdefault(provider, {})
-        for n in nodes:
-            pm[n] = value
+        self.marks.setdefault((provider, value), set()).update(nodes)
 
     @property
     def children(self) -> dict[str, list[str]]:
@@ -223,8 +338,16 @@ class SessionIndex:
                 bits[n] |= REWOUND
                 self.rewound += 1
 
+    def unstamp_rewound(self, nodes: Iterable[str]) -> None:
+        """Undo :meth:`stamp_rewound` (an in-memory rollback)."""
+        bits = self.bits
+        for n in nodes:
+            if n in bits and bits[n] & REWOUND:
+                bits[n] &= ~REWOUND
+                self.rewound -= 1
+
     def effective_pred(self, node_id: str) -> str | None:
-        """The node before ``node_id`` on the walked path (DESIGN.md 4).
+        """The node before ``node_id`` on the walked path.
 
         It is the predecessor, except for a sibling-layout summary with covers, which leads to its last
         covered node: the walk then passes through the covered nodes instead of the summary.
@@ -232,3 +355,111 @@ class SessionIndex:
         if self.bits[node_id] & SIBLING:
             return self.covers[node_id][-1]
         return self.pred[node_id]
+
+
+class _ChildrenView(Mapping[str, tuple[str, ...]]):
+    """Node id -> child ids (a tuple), read-only, over the index's children lists."""
+
+    __slots__ = ("_kids",)
+
+    def __init__(self, kids: dict[str, list[str]]) -> None:
+        self._kids = kids
+
+    def __getitem__(self, node_id: str) -> tuple[str, ...]:
+        return tuple(self._kids[node_id])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._kids)
+
+    def __len__(self) -> int:
+        return len(self._kids)
+
+
+class _MarksView(Mapping[tuple[str, str], Set[str]]):
+    """(provider, value) -> node ids (a frozenset), read-only."""
+
+    __slots__ = ("_marks",)
+
+    def __init__(self, marks: Marks) -> None:
+        self._marks = marks
+
+    def __getitem__(self, key: tuple[str, str]) -> frozenset[str]:
+        return frozenset(self._marks[key])
+
+    def get(self, key: tuple[str, str], default: object = None) -> Set[str] | None:  # type: ignore[override]
+        got = self._marks.get(key)
+        return default if got is None else got  # type: ignore[return-value]
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(self._marks)
+
+    def __len__(self) -> int:
+        return len(self._marks)
+
+
+class IndexView(IndexQueries):
+    """A read-only face of a session's cached index, what :meth:`BaseStore.index` hands out.
+
+    It reads through to the live index (so it is as fresh as the store's cache when used), and offers
+    no way to change it: the maps are read-only proxies. Every walk of :mod:`graph.walks` accepts it.
+    """
+
+    __slots__ = ("_index",)
+
+    def __init__(self, index: SessionIndex) -> None:
+        self._index = index
+
+    @property
+    def session_id(self) -> str:
+        """The session."""
+        return self._index.session_id
+
+    @property
+    def head(self) -> str | None:
+        """The stored head, or None."""
+        return self._index.head
+
+    @property
+    def rev(self) -> int:
+        """The session's change counter when the index was last brought up to date."""
+        return self._index.rev
+
+    @property
+    def rewound(self) -> int:
+        """How many nodes are stamped rewound."""
+        return self._index.rewound
+
+    @property
+    def pred(self) -> Mapping[str, str | None]:
+        """Node id -> predecessor id (None for roots), in insertion order (a topological order)."""
+        return MappingProxyType(self._index.pred)
+
+    @property
+    def bits(self) -> Mapping[str, int]:  # type: ignore[override]
+        """Node id -> packed kind, role and flags; ask :class:`IndexQueries` rather than decode them."""
+        return MappingProxyType(self._index.bits)
+
+    @property
+    def covers(self) -> Mapping[str, tuple[str, ...]]:  # type: ignore[override]
+        """Summary id -> covered ids, oldest first."""
+        return MappingProxyType(self._index.covers)
+
+    @property
+    def marks(self) -> Mapping[tuple[str, str], Set[str]]:  # type: ignore[override]
+        """(provider, value) -> ids of the nodes carrying that marker."""
+        return _MarksView(self._index.marks)
+
+    @property
+    def children(self) -> Mapping[str, tuple[str, ...]]:
+        """Node id -> child ids in insertion order."""
+        return _ChildrenView(self._index.children)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def effective_pred(self, node_id: str) -> str | None:
+        """The node before ``node_id`` on the walked path (see :meth:`SessionIndex.effective_pred`)."""
+        return self._index.effective_pred(node_id)
+
+    def __repr__(self) -> str:
+        return f"IndexView({self.session_id!r}, {len(self)} nodes, head={self.head!r})"

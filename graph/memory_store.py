@@ -1,14 +1,16 @@
 """The in-memory twin of the SQLite store: the same operations over plain dicts.
 
 It passes the same contract suite as :class:`graph.sqlite_store.SessionStore` and suits tests and
-short-lived embedding. A transaction snapshots the tables and restores them on an exception, so every
-write is all-or-nothing here too. Nothing is shared between processes.
+short-lived embedding. Each write primitive records how to undo itself; a transaction (or a nested
+savepoint) that raises replays its undo records newest first, so every write is all-or-nothing here too,
+at a cost proportional to what the transaction wrote (no copy of the tables). Nothing is shared between
+processes.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -28,26 +30,31 @@ class MemorySessionStore(BaseStore):
         self._sessions: dict[str, dict[str, Any]] = {}
         self._nodes: dict[str, NodeRow] = {}
         self._order: dict[str, list[str]] = {}
-        self._marks: dict[str, dict[str, dict[str, str]]] = {}
+        self._marks: dict[str, dict[tuple[str, str], set[str]]] = {}
         self._rewound: dict[str, set[str]] = {}
-        self._snapshots: list[tuple[Any, ...]] = []
-
-    def _tables(self) -> tuple[Any, ...]:
-        return (self._sessions, self._nodes, self._order, self._marks, self._rewound)
+        self._undo: list[Callable[[], None]] = []
+        self._depth = 0
 
     @contextmanager
     def atomic(self) -> Iterator[None]:
-        """Snapshot the tables; restore them if the block raises (nests)."""
-        self._snapshots.append(copy.deepcopy(self._tables()))
+        """Open a transaction, or a savepoint inside one: on an exception, undo what it wrote."""
+        start = len(self._undo)
+        self._depth += 1
         try:
             yield
         except BaseException:
-            (self._sessions, self._nodes, self._order, self._marks, self._rewound) = (
-                self._snapshots.pop()
-            )
+            while len(self._undo) > start:
+                self._undo.pop()()
             self._forget()
             raise
-        self._snapshots.pop()
+        finally:
+            self._depth -= 1
+        if self._depth == 0:
+            self._undo.clear()
+
+    def _log(self, undo: Callable[[], None]) -> None:
+        if self._depth:
+            self._undo.append(undo)
 
     def close(self) -> None:
         """Drop everything."""
@@ -67,11 +74,17 @@ class MemorySessionStore(BaseStore):
             index.add(nid, row.predecessor, row.bits)
             if row.covers:
                 index.covers[nid] = row.covers
-        for provider, pm in self._marks[sid].items():
-            index.marks[provider] = dict(pm)
+        for key, pm in self._marks[sid].items():
+            index.marks[key] = set(pm)
         index.stamp_rewound(self._rewound[sid])
         index.head = self._sessions[sid]["head"]
         index.rev = self._sessions[sid]["rev"]
+
+    def _db_has_session(self, session_id: str) -> bool:
+        return session_id in self._sessions
+
+    def _db_locate(self, ids: Sequence[str]) -> dict[str, str]:
+        return {i: self._nodes[i].session_id for i in ids if i in self._nodes}
 
     def _session(self, s: dict[str, Any]) -> Session:
         return Session.model_construct(
@@ -98,7 +111,6 @@ class MemorySessionStore(BaseStore):
         return [self._session(s) for s in rows[:limit]]
 
     def _db_insert_session(self, session: Session) -> None:
-
         if session.id in self._sessions:
             raise DuplicateSessionError(session.id)
         self._sessions[session.id] = {
@@ -115,11 +127,20 @@ class MemorySessionStore(BaseStore):
         self._order[session.id] = []
         self._marks[session.id] = {}
         self._rewound[session.id] = set()
+        sid = session.id
+
+        def undo() -> None:
+            for table in (self._sessions, self._order, self._marks, self._rewound):
+                del table[sid]
+
+        self._log(undo)
 
     def _db_set_session_info(
         self, session_id: str, title: str | None, metadata: dict[str, Any] | None
     ) -> None:
         s = self._sessions[session_id]
+        old = dict(s)
+        self._log(lambda: s.update(old))
         if title is not None:
             s["title"] = title
         if metadata is not None:
@@ -127,6 +148,8 @@ class MemorySessionStore(BaseStore):
 
     def _db_update_session(self, session_id: str, head: str | None, updated_at: int | None) -> int:
         s = self._sessions[session_id]
+        old = dict(s)
+        self._log(lambda: s.update(old))
         s["head"] = head
         if updated_at is not None:
             s["updated_at"] = max(s["updated_at"], updated_at)
@@ -134,6 +157,16 @@ class MemorySessionStore(BaseStore):
         return int(s["rev"])
 
     def _db_insert_nodes(self, rows: Sequence[NodeRow]) -> None:
+        order = self._order[rows[0].session_id] if rows else []
+        mark = len(order)
+        ids = [r.id for r in rows]
+
+        def undo() -> None:
+            del order[mark:]
+            for i in ids:
+                self._nodes.pop(i, None)
+
+        self._log(undo)
         for r in rows:
             self._nodes[r.id] = r
             self._order[r.session_id].append(r.id)
@@ -144,11 +177,26 @@ class MemorySessionStore(BaseStore):
     def _db_insert_marks(
         self, session_id: str, provider: str, value: str, ids: Sequence[str]
     ) -> int:
-        pm = self._marks[session_id].setdefault(provider, {})
-        for n in ids:
-            pm[n] = value
-        self._sessions[session_id]["rev"] += 1
-        return int(self._sessions[session_id]["rev"])
+        marks = self._marks[session_id]
+        key = (provider, value)
+        pm = marks.setdefault(key, set())
+        new = [n for n in ids if n not in pm]
+        s = self._sessions[session_id]
+        rev = s["rev"]
+
+        def undo() -> None:
+            pm.difference_update(new)
+            if not pm:
+                marks.pop(key, None)
+            s["rev"] = rev
+
+        self._log(undo)
+        pm.update(new)
+        s["rev"] += 1
+        return int(s["rev"])
 
     def _db_insert_rewound(self, session_id: str, ids: Sequence[str]) -> None:
-        self._rewound[session_id].update(ids)
+        done = self._rewound[session_id]
+        new = [n for n in ids if n not in done]
+        self._log(lambda: done.difference_update(new))
+        done.update(new)

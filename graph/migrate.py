@@ -15,12 +15,10 @@ from typing import NamedTuple
 
 from graph.cursors import OrdinalCursor
 from graph.ids import NodeId
-from graph.index import KIND_MASK, MEMORY_ELIGIBLE, REWOUND, Eligibility, NodeInfo
+from graph.index import MEMORY_ELIGIBLE, Eligibility
 from graph.store import BaseStore
 
 __all__ = ["Migration", "claimed_by_ordinal", "migrate_ids", "migrate_ordinal"]
-
-_SUMMARY = 1
 
 
 class Migration(NamedTuple):
@@ -52,7 +50,7 @@ def claimed_by_ordinal(
     return {
         n.id
         for i, n in cursor.positions(store, session_id, head)
-        if i <= cursor.ordinal and eligible(NodeInfo(n.id, idx.bits[n.id]))
+        if i <= cursor.ordinal and eligible(idx.info(n.id))
     }
 
 
@@ -88,13 +86,12 @@ def migrate_ids(
     claimed = set(written)
     with store.atomic():
         idx = store.index(session_id)
-        pm = idx.marks.get(provider) or {}
+        pm = idx.marks.get((provider, value)) or frozenset()
 
         def is_eligible(n: str) -> bool:
-            b = idx.bits[n]
-            if b & REWOUND or (b & KIND_MASK == _SUMMARY and n in idx.covers):
+            if idx.is_rewound(n) or (idx.is_summary(n) and n in idx.covers):
                 return False
-            return eligible(NodeInfo(n, b))
+            return eligible(idx.info(n))
 
         clean: dict[
             str, bool
@@ -108,14 +105,14 @@ def migrate_ids(
             ok = True if node is None else clean[node]
             for m in reversed(path):
                 if is_eligible(m):
-                    ok = ok and (m in claimed or pm.get(m) == value)
+                    ok = ok and (m in claimed or m in pm)
                 clean[m] = ok
             return ok
 
         marked: list[NodeId] = []
         left: list[NodeId] = []
         for n in idx.pred:
-            if n not in claimed or not is_eligible(n) or pm.get(n) == value:
+            if n not in claimed or not is_eligible(n) or n in pm:
                 continue
             if is_clean(n):
                 marked.append(NodeId(n))

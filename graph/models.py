@@ -146,8 +146,10 @@ def content_text(content: Content) -> str:
 class Node(BaseModel):
     """One entry of a session (DESIGN.md 2). Content is immutable once appended; metadata is not.
 
-    ``metadata["written"]`` holds the written markers (provider -> value) and ``metadata["rewound"]``
-    is True for rewound nodes; both are maintained by the store and read back here.
+    ``metadata["written"]`` holds the written markers (provider -> the values it wrote, sorted: one
+    provider may mark a node for several consumers, a memory workspace each) and
+    ``metadata["rewound"]`` is True for rewound nodes; both are maintained by the store and read back
+    here.
     """
 
     model_config = _frozen
@@ -178,10 +180,14 @@ class Node(BaseModel):
         return content_text(self.content)
 
     @property
-    def written(self) -> Mapping[str, str]:
-        """The written markers on this node: provider -> value."""
+    def written(self) -> Mapping[str, tuple[str, ...]]:
+        """The written markers on this node: provider -> the values written, sorted."""
         w = self.metadata.get("written")
         return w if isinstance(w, Mapping) else {}
+
+    def is_written(self, provider: str, value: str) -> bool:
+        """Whether this node carries the marker ``(provider, value)``."""
+        return value in self.written.get(provider, ())
 
     @property
     def rewound(self) -> bool:

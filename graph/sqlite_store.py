@@ -1,8 +1,16 @@
 """The SQLite store of record (DESIGN.md 3): one file in WAL mode, or ``":memory:"``.
 
 Durability: WAL with ``synchronous=NORMAL``: a commit survives a crash of the process, not a loss of
-power (DESIGN.md 7). Schema, indexes and migrations go through sqlite-utils; the hot append, marker and
-refresh paths use the bare ``sqlite3`` connection.
+power. Schema, indexes and migrations go through sqlite-utils; the hot append, marker and refresh paths
+use the bare ``sqlite3`` connection.
+
+Readers never wait for writers: opening a file whose schema is current reads its version without a
+lock, and reads run in WAL snapshots. Only writes, and the one-time creation or migration of a file's
+schema, take the write lock (``BEGIN IMMEDIATE``); a writer that cannot get it within the timeout raises
+:class:`~graph.errors.StoreBusyError`, which says the same call, retried, will work.
+
+The schema is built by :data:`MIGRATIONS`, an ordered list of steps: step ``i`` brings a file from
+version ``i`` to ``i + 1``, and a new file runs them all. A new version is one more step at the end.
 
 The index a walk needs lives in columns (``id``, ``predecessor``, ``bits``) covered by one index per
 session, so a rebuild reads that index alone and decodes no payload. Every table that changes carries a
@@ -21,18 +29,36 @@ from typing import Any
 import sqlite_utils
 
 from graph.codec import decode, encode
-from graph.errors import DuplicateSessionError, SchemaVersionError, StoreError, UnknownSessionError
+from graph.errors import (
+    DuplicateSessionError,
+    SchemaVersionError,
+    StoreBusyError,
+    StoreError,
+    UnknownSessionError,
+)
 from graph.ids import NodeId, SessionId
-from graph.index import SessionIndex
+from graph.index import SessionIndex, is_summary_bits
 from graph.models import Session, from_micros, to_micros
 from graph.store import BaseStore, NodeRow, paused_gc
 
-__all__ = ["SCHEMA_VERSION", "SessionStore"]
-
-SCHEMA_VERSION = 1
-"""The schema version this library writes; recorded in the file's ``meta`` table."""
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SessionStore"]
 
 _CHUNK = 500  # ids per IN (...) query, under SQLite's variable limit
+
+_BUSY = (
+    5,
+    6,
+)  # SQLITE_BUSY, SQLITE_LOCKED (primary codes; extended codes carry them in the low byte)
+
+
+def _store_error(e: sqlite3.Error) -> StoreError:
+    """The typed error for a sqlite3 failure: :class:`StoreBusyError` when only the lock was in the way."""
+    code = getattr(e, "sqlite_errorcode", None)
+    if isinstance(e, sqlite3.OperationalError) and (
+        (code is not None and code & 0xFF in _BUSY) or "database is locked" in str(e)
+    ):
+        return StoreBusyError(f"sqlite: {e}")
+    return StoreError(f"sqlite: {e}")
 
 
 @contextmanager
@@ -40,7 +66,95 @@ def _translated() -> Iterator[None]:
     try:
         yield
     except sqlite3.Error as e:
-        raise StoreError(f"sqlite: {e}") from e
+        raise _store_error(e) from e
+
+
+def _v1_tables(db: sqlite_utils.Database) -> None:
+    """Version 1: sessions, nodes, covers, markers (one value per node and provider), rewound stamps."""
+    db.table("meta").create({"key": str, "value": str}, pk="key")
+    db.table("sessions").create(
+        {
+            "id": str,
+            "title": str,
+            "created_at": int,
+            "updated_at": int,
+            "head": str,
+            "rev": int,
+            "spawned_from": str,
+            "parent_session": str,
+            "metadata": bytes,
+        },
+        pk="id",
+        not_null={"created_at", "updated_at", "rev"},
+        defaults={"rev": 0, "title": ""},
+    )
+    db.table("sessions").create_index(["updated_at"], index_name="sessions_by_update")
+    db.table("sessions").create_index(["parent_session"], index_name="sessions_by_parent")
+    db.table("nodes").create(
+        {
+            "seq": int,
+            "id": str,
+            "session_id": str,
+            "predecessor": str,
+            "bits": int,
+            "created_at": int,
+            "content": bytes,
+            "metadata": bytes,
+        },
+        pk="seq",
+        not_null={"id", "session_id", "bits", "created_at", "content"},
+    )
+    db.table("nodes").create_index(["id"], index_name="nodes_by_id", unique=True)
+    # Covering index: a rebuild or refresh reads this index alone, never the payload pages.
+    db.table("nodes").create_index(
+        ["session_id", "seq", "id", "predecessor", "bits"], index_name="nodes_walk"
+    )
+    db.table("covers").create(
+        {"summary_id": str, "position": int, "node_id": str},
+        pk=("summary_id", "position"),
+    )
+    # AUTOINCREMENT: a marker row must get a seq never used before, or a reader that saw an older
+    # row with that seq would miss the change.
+    db.execute(
+        "CREATE TABLE marks (seq INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL,"
+        " node_id TEXT NOT NULL, provider TEXT NOT NULL, value TEXT NOT NULL,"
+        " UNIQUE (node_id, provider))"
+    )
+    db.table("marks").create_index(["session_id", "seq"], index_name="marks_by_session")
+    db.execute(
+        "CREATE TABLE rewound (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+        " session_id TEXT NOT NULL, node_id TEXT NOT NULL UNIQUE)"
+    )
+    db.table("rewound").create_index(["session_id", "seq"], index_name="rewound_by_session")
+
+
+def _v2_marks_per_value(db: sqlite_utils.Database) -> None:
+    """Version 2: markers kept per (provider, value), existing markers kept with their seq.
+
+    Consumers sharing a provider name (two memory workspaces) then never overwrite each other.
+    """
+    db.execute(
+        "CREATE TABLE marks_v2 (seq INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL,"
+        " node_id TEXT NOT NULL, provider TEXT NOT NULL, value TEXT NOT NULL,"
+        " UNIQUE (node_id, provider, value))"
+    )
+    db.execute(
+        "INSERT INTO marks_v2 (seq, session_id, node_id, provider, value)"
+        " SELECT seq, session_id, node_id, provider, value FROM marks ORDER BY seq"
+    )
+    db.execute("DROP TABLE marks")
+    db.execute("ALTER TABLE marks_v2 RENAME TO marks")
+    db.table("marks").create_index(["session_id", "seq"], index_name="marks_by_session")
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
+    _v1_tables,
+    _v2_marks_per_value,
+]
+"""The schema steps in order: ``MIGRATIONS[i]`` brings a file from version ``i`` to ``i + 1``."""
+
+SCHEMA_VERSION = len(MIGRATIONS)
+"""The schema version this library writes; recorded in the file's ``meta`` table."""
 
 
 class SessionStore(BaseStore):
@@ -48,11 +162,14 @@ class SessionStore(BaseStore):
 
     Args:
         path: The database file (created with its directories when missing), or ``":memory:"``.
-        timeout: Seconds to wait for another process's write lock before :class:`StoreError`.
-        tracer: Called as ``tracer(sql, params)`` for every statement sqlite-utils runs (debugging).
+        timeout: Seconds a write waits for another process's write lock before
+            :class:`~graph.errors.StoreBusyError`.
+        tracer: Called as ``tracer(sql, None)`` for every statement the connection runs, the store's
+            own and sqlite-utils' alike, with its parameters bound into ``sql`` (debugging).
 
     Raises:
         StoreError: the file cannot be opened or is not a database.
+        StoreBusyError: the file must be created or migrated and another process holds the lock.
         SchemaVersionError: the file was written by a newer version.
     """
 
@@ -71,86 +188,43 @@ class SessionStore(BaseStore):
             self.conn = sqlite3.connect(
                 self.path, isolation_level=None, timeout=timeout, check_same_thread=False
             )
+            if tracer is not None:
+                self.conn.set_trace_callback(lambda sql: tracer(sql, None))
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.db = sqlite_utils.Database(self.conn, tracer=tracer)
+            self.db = sqlite_utils.Database(self.conn)
             self._depth = 0
             self._data_version = -1
             self._migrate()
 
     # ---------------------------------------------------------------- schema
 
+    def _read_version(self) -> int:
+        """The file's schema version (0 for a new file), read without taking the write lock."""
+        c = self.conn
+        if c.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone():
+            row = c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            return int(row[0]) if row else 0
+        return 0
+
     def _migrate(self) -> None:
+        """Bring the file's schema to :data:`SCHEMA_VERSION`; a current file is only read."""
+        version = self._read_version()
+        if version == SCHEMA_VERSION:
+            return
+        if version > SCHEMA_VERSION:
+            raise SchemaVersionError(SCHEMA_VERSION, version)
         with self.atomic():
-            version = 0
-            if self.db.table("meta").exists():
-                row = self.conn.execute(
-                    "SELECT value FROM meta WHERE key='schema_version'"
-                ).fetchone()
-                version = int(row[0]) if row else 0
+            version = self._read_version()  # again, under the lock: another process may have won
             if version > SCHEMA_VERSION:
                 raise SchemaVersionError(SCHEMA_VERSION, version)
-            if version < 1:
-                self._create_v1()
-
-    def _create_v1(self) -> None:
-        db = self.db
-        db.table("meta").create({"key": str, "value": str}, pk="key")
-        db.table("sessions").create(
-            {
-                "id": str,
-                "title": str,
-                "created_at": int,
-                "updated_at": int,
-                "head": str,
-                "rev": int,
-                "spawned_from": str,
-                "parent_session": str,
-                "metadata": bytes,
-            },
-            pk="id",
-            not_null={"created_at", "updated_at", "rev"},
-            defaults={"rev": 0, "title": ""},
-        )
-        db.table("sessions").create_index(["updated_at"], index_name="sessions_by_update")
-        db.table("sessions").create_index(["parent_session"], index_name="sessions_by_parent")
-        db.table("nodes").create(
-            {
-                "seq": int,
-                "id": str,
-                "session_id": str,
-                "predecessor": str,
-                "bits": int,
-                "created_at": int,
-                "content": bytes,
-                "metadata": bytes,
-            },
-            pk="seq",
-            not_null={"id", "session_id", "bits", "created_at", "content"},
-        )
-        db.table("nodes").create_index(["id"], index_name="nodes_by_id", unique=True)
-        # Covering index: a rebuild or refresh reads this index alone, never the payload pages.
-        db.table("nodes").create_index(
-            ["session_id", "seq", "id", "predecessor", "bits"], index_name="nodes_walk"
-        )
-        db.table("covers").create(
-            {"summary_id": str, "position": int, "node_id": str},
-            pk=("summary_id", "position"),
-        )
-        # AUTOINCREMENT: a replaced marker must get a seq never used before, or a reader that saw the
-        # old one would miss the change.
-        db.execute(
-            "CREATE TABLE marks (seq INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL,"
-            " node_id TEXT NOT NULL, provider TEXT NOT NULL, value TEXT NOT NULL,"
-            " UNIQUE (node_id, provider))"
-        )
-        db.table("marks").create_index(["session_id", "seq"], index_name="marks_by_session")
-        db.execute(
-            "CREATE TABLE rewound (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
-            " session_id TEXT NOT NULL, node_id TEXT NOT NULL UNIQUE)"
-        )
-        db.table("rewound").create_index(["session_id", "seq"], index_name="rewound_by_session")
-        db.table("meta").upsert({"key": "schema_version", "value": str(SCHEMA_VERSION)}, pk="key")
+            for step in MIGRATIONS[version:]:
+                step(self.db)
+            if version < SCHEMA_VERSION:
+                self.conn.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
 
     @property
     def schema_version(self) -> int:
@@ -239,7 +313,7 @@ class SessionStore(BaseStore):
                         bits[nid] = b
                     else:
                         index.add(nid, p, b)
-                    if b & 3 == 1:
+                    if is_summary_bits(b):
                         summaries.append(nid)
                 index.node_seq = last
                 for chunk in _chunks(summaries):
@@ -252,12 +326,17 @@ class SessionStore(BaseStore):
                         got.setdefault(s, []).append(n)
                     for s, ns in got.items():
                         index.covers[s] = tuple(ns)
+                marks = index.marks
                 for seq, nid, provider, value in c.execute(
                     "SELECT seq, node_id, provider, value FROM marks"
                     " WHERE session_id=? AND seq>? ORDER BY seq",
                     (sid, index.mark_seq),
                 ):
-                    index.marks.setdefault(provider, {})[nid] = value
+                    key = (provider, value)
+                    if key in marks:
+                        marks[key].add(nid)
+                    else:
+                        marks[key] = {nid}
                     index.mark_seq = seq
                 stamped = []
                 for seq, nid in c.execute(
@@ -325,7 +404,7 @@ class SessionStore(BaseStore):
         except sqlite3.IntegrityError as e:
             raise DuplicateSessionError(session.id) from e
         except sqlite3.Error as e:
-            raise StoreError(f"sqlite: {e}") from e
+            raise _store_error(e) from e
 
     def _db_set_session_info(
         self, session_id: str, title: str | None, metadata: dict[str, Any] | None
@@ -384,6 +463,24 @@ class SessionStore(BaseStore):
                     "INSERT INTO covers (summary_id, position, node_id) VALUES (?, ?, ?)", links
                 )
 
+    def _db_has_session(self, session_id: str) -> bool:
+        with _translated():
+            row = self.conn.execute("SELECT 1 FROM sessions WHERE id=?", (session_id,)).fetchone()
+        return row is not None
+
+    def _db_locate(self, ids: Sequence[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        with _translated():
+            for chunk in _chunks(ids):
+                out.update(
+                    self.conn.execute(
+                        "SELECT id, session_id FROM nodes"
+                        f" WHERE id IN ({','.join('?' * len(chunk))})",
+                        chunk,
+                    ).fetchall()
+                )
+        return out
+
     def _db_rows(self, ids: Sequence[str]) -> dict[str, NodeRow]:
         out: dict[str, NodeRow] = {}
         summaries = []
@@ -395,7 +492,7 @@ class SessionStore(BaseStore):
                     chunk,
                 ):
                     out[r[0]] = NodeRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], ())
-                    if r[3] & 3 == 1:
+                    if is_summary_bits(r[3]):
                         summaries.append(r[0])
             for chunk in _chunks(summaries):
                 got: dict[str, list[str]] = {}
@@ -414,7 +511,7 @@ class SessionStore(BaseStore):
     ) -> int:
         with _translated():
             self.conn.executemany(
-                "INSERT OR REPLACE INTO marks (session_id, node_id, provider, value)"
+                "INSERT OR IGNORE INTO marks (session_id, node_id, provider, value)"
                 " VALUES (?, ?, ?, ?)",
                 [(session_id, n, provider, value) for n in ids],
             )

@@ -32,16 +32,20 @@ from graph.errors import (
     NotOnBranchError,
     UnknownNodeError,
     UnknownPredecessorError,
+    UnknownSessionError,
 )
 from graph.ids import NodeId, SessionId, new_id
 from graph.index import (
-    KIND_MASK,
     MEMORY_ELIGIBLE,
-    REWOUND,
-    SIBLING,
     Eligibility,
+    IndexView,
     SessionIndex,
+    as_sibling,
+    is_summary_bits,
+    kind_of_bits,
     node_bits,
+    role_of_bits,
+    same_kind_and_role,
 )
 from graph.models import (
     Content,
@@ -83,8 +87,6 @@ class _Head:
 HEAD: Any = _Head()
 """Sentinel for "the session's current head" as a predecessor or an expected head."""
 
-_SUMMARY = 1
-
 
 class NodeRow(NamedTuple):
     """A node as the persistence layer stores it: indexed columns plus encoded payloads."""
@@ -116,8 +118,6 @@ class SessionStats(NamedTuple):
     """Sessions spawned from this one."""
 
 
-_KIND_OF = (Kind.MESSAGE, Kind.SUMMARY, Kind.EVENT)  # the kind codes of graph.index.node_bits
-_ROLE_OF = (Role.USER, Role.ASSISTANT, Role.SYSTEM, Role.TOOL)
 _NODE_FIELDS = tuple(Node.model_fields)
 
 
@@ -166,9 +166,11 @@ def _same(a: NodeRow, b: NodeRow) -> str | None:
         return "session"
     if a.predecessor != b.predecessor:
         return "predecessor"
-    if (a.bits & KIND_MASK) != (b.bits & KIND_MASK) or (a.bits & 0b1100) != (b.bits & 0b1100):
+    if not same_kind_and_role(a.bits, b.bits):
         return "kind or role"
-    if a.content != b.content:
+    if a.content != b.content and decode(a.content) != decode(b.content):
+        # Equal content encodes to equal bytes; the decoded comparison keeps rows written before the
+        # encoding was canonical (dict keys in another order) equal to their re-import.
         return "content"
     if a.covers != b.covers:
         return "covers"
@@ -246,6 +248,18 @@ class BaseStore(ABC):
     def _db_rows(self, ids: Sequence[str]) -> dict[str, NodeRow]:
         """The stored rows of those ``ids`` that exist, in any session."""
 
+    def _db_has_session(self, session_id: str) -> bool:
+        """Whether the session exists (backends may answer it more cheaply)."""
+        try:
+            self._db_session(session_id)
+        except UnknownSessionError:
+            return False
+        return True
+
+    def _db_locate(self, ids: Sequence[str]) -> dict[str, str]:
+        """Node id -> session id for those ``ids`` that exist (backends may skip the payloads)."""
+        return {i: r.session_id for i, r in self._db_rows(ids).items()}
+
     @abstractmethod
     def _db_insert_marks(
         self, session_id: str, provider: str, value: str, ids: Sequence[str]
@@ -258,15 +272,21 @@ class BaseStore(ABC):
 
     # ---------------------------------------------------------------- the index
 
-    def index(self, session_id: str) -> SessionIndex:
-        """Return the session's index, refreshed from what changed since it was built.
+    def index(self, session_id: str) -> IndexView:
+        """Return a read-only face of the session's index, refreshed from what changed since it was built.
 
-        The check costs one ``PRAGMA data_version`` when nothing changed, and reads only the new rows
-        when something did.
+        The view reads through to the store's cached index: ids, predecessors, children, covers,
+        markers, and the questions :class:`~graph.index.IndexQueries` answers per node (kind, role,
+        summary, message, rewound). The check costs one ``PRAGMA data_version`` when nothing changed,
+        and reads only the new rows when something did.
 
         Raises:
             UnknownSessionError: no such session.
         """
+        return IndexView(self._index(session_id))
+
+    def _index(self, session_id: str) -> SessionIndex:
+        """The store's own cached, mutable index of the session, refreshed (see :meth:`index`)."""
         if self._db_changed():
             for idx in self._cache.values():
                 idx.stale = True
@@ -282,15 +302,15 @@ class BaseStore(ABC):
         idx.stale = False
         return idx
 
-    def rebuild_index(self, session_id: str) -> SessionIndex:
-        """Build the session's index from scratch, replace the cached one, and return it.
+    def rebuild_index(self, session_id: str) -> IndexView:
+        """Build the session's index from scratch, replace the cached one, and return its view.
 
         This is the full rebuild the benchmarks time; :meth:`index` never needs it.
         """
         idx = SessionIndex(session_id)
         self._db_catch_up(idx)
         self._cache[session_id] = idx
-        return idx
+        return IndexView(idx)
 
     def _forget(self) -> None:
         """Drop every cached index (after a rollback)."""
@@ -393,7 +413,7 @@ class BaseStore(ABC):
             UnknownNodeError: ``from_node`` is not a node of ``session_id``.
         """
         with self.atomic():
-            if from_node not in self.index(session_id).pred:
+            if from_node not in self._index(session_id).pred:
                 raise UnknownNodeError(from_node, session_id)
             return self.create_session(
                 title,
@@ -407,6 +427,20 @@ class BaseStore(ABC):
     def spawns(self, session_id: str) -> list[Session]:
         """Return the sessions spawned from nodes of ``session_id``, most recently updated first."""
         return self._db_sessions(None, session_id)
+
+    def has_session(self, session_id: str) -> bool:
+        """Whether a session with this id is stored."""
+        return self._db_has_session(session_id)
+
+    def locate(self, ids: Iterable[str]) -> dict[NodeId, SessionId]:
+        """Say which session holds each of ``ids``, in any session of the store.
+
+        Returns:
+            node id -> session id, for the ids that are stored (unknown ids are left out).
+        """
+        return {
+            NodeId(n): SessionId(s) for n, s in self._db_locate(list(dict.fromkeys(ids))).items()
+        }
 
     # ---------------------------------------------------------------- appends
 
@@ -447,7 +481,7 @@ class BaseStore(ABC):
             CycleError, CodecError: nothing is written.
         """
         with self.atomic():
-            idx = self.index(session_id)
+            idx = self._index(session_id)
             node = Node(
                 id=NodeId(id or new_id()),
                 session_id=SessionId(session_id),
@@ -496,7 +530,7 @@ class BaseStore(ABC):
         """
         batch = list(nodes)
         with paused_gc(len(batch) >= _GC_PAUSE_AT), self.atomic():
-            return self._add(self.index(session_id), batch, head=head, fresh=False)
+            return self._add(self._index(session_id), batch, head=head, fresh=False)
 
     def _add(self, idx: SessionIndex, nodes: list[Node], *, head: Any, fresh: bool) -> list[Node]:
         sid = idx.session_id
@@ -580,7 +614,7 @@ class BaseStore(ABC):
         def pred(n: str) -> str | None:
             return rows[n].predecessor if n in rows else idx.pred[n]
 
-        if row.bits & KIND_MASK != _SUMMARY:
+        if not is_summary_bits(row.bits):
             raise CoverageError(row.covers[0], f"node {row.id!r} covers nodes but is not a summary")
         for i, c in enumerate(row.covers):
             if c not in idx.pred and c not in rows:
@@ -595,7 +629,7 @@ class BaseStore(ABC):
                 return row
             n = pred(n)
         if pred(row.covers[0]) == row.predecessor:
-            return row._replace(bits=row.bits | SIBLING)
+            return row._replace(bits=as_sibling(row.bits))
         raise CoverageError(
             row.covers[0],
             f"summary {row.id!r} neither follows the span (inline) nor shares its predecessor (sibling)",
@@ -611,7 +645,7 @@ class BaseStore(ABC):
             HeadConflictError: ``expected`` was given and the stored head differs (compare-and-swap).
         """
         with self.atomic():
-            idx = self.index(session_id)
+            idx = self._index(session_id)
             if node_id is not None and node_id not in idx.pred:
                 raise UnknownNodeError(node_id, session_id)
             if expected is not HEAD and expected != idx.head:
@@ -633,7 +667,7 @@ class BaseStore(ABC):
             NotOnBranchError: ``to`` is not on the head's branch.
         """
         with self.atomic():
-            idx = self.index(session_id)
+            idx = self._index(session_id)
             if to not in idx.pred:
                 raise UnknownNodeError(to, session_id)
             stamped: list[str] = []
@@ -641,7 +675,7 @@ class BaseStore(ABC):
             while n != to:
                 if n is None:
                     raise NotOnBranchError(to, idx.head)
-                if not idx.bits[n] & REWOUND:
+                if not idx.is_rewound(n):
                     stamped.append(n)
                 n = idx.pred[n]
             stamped.reverse()
@@ -651,6 +685,33 @@ class BaseStore(ABC):
             idx.head = to
             idx.stamp_rewound(stamped)
             return [NodeId(s) for s in stamped]
+
+    def stamp_rewound(self, session_id: str, ids: Iterable[str]) -> list[NodeId]:
+        """Stamp exactly these nodes rewound, without moving the head (abandoned branches on import).
+
+        It writes what :meth:`rewind` writes for the nodes it leaves behind, for nodes that are not on
+        the head's branch (a transcript's abandoned branches, a bundle's stamps). Nodes already
+        stamped are skipped; ``updated_at`` does not change.
+
+        Returns:
+            The ids newly stamped, in the order given.
+
+        Raises:
+            UnknownSessionError: no such session.
+            UnknownNodeError: an id is not a node of the session; nothing is stamped.
+        """
+        want = list(dict.fromkeys(ids))
+        with self.atomic():
+            idx = self._index(session_id)
+            for n in want:
+                if n not in idx.pred:
+                    raise UnknownNodeError(n, session_id)
+            todo = [n for n in want if not idx.is_rewound(n)]
+            if todo:
+                self._db_insert_rewound(session_id, todo)
+                idx.rev = self._db_update_session(session_id, idx.head, None)
+                idx.stamp_rewound(todo)
+            return [NodeId(n) for n in todo]
 
     def compact(
         self,
@@ -682,7 +743,7 @@ class BaseStore(ABC):
         if not covers:
             raise CoverageError("", "a summary must cover at least one node")
         with self.atomic():
-            idx = self.index(session_id)
+            idx = self._index(session_id)
             if covers[0] not in idx.pred:
                 raise CoverageError(covers[0], "not a node of this session")
             predecessor = idx.head if layout == "inline" else idx.pred[covers[0]]
@@ -698,7 +759,7 @@ class BaseStore(ABC):
                 covers=tuple(NodeId(c) for c in covers),
             )
             self._add(idx, [node], head=node.id, fresh=id is None)
-            got = "sibling" if idx.bits[node.id] & SIBLING else "inline"
+            got = "sibling" if idx.is_sibling(node.id) else "inline"
             if got != layout:
                 raise CoverageError(
                     covers[-1], f"the span is not where the {layout} layout needs it"
@@ -713,18 +774,18 @@ class BaseStore(ABC):
 
     def _model(self, row: NodeRow, idx: SessionIndex) -> Node:
         meta = {} if row.metadata == _EMPTY_METADATA else decode(row.metadata)
-        written = {p: pm[row.id] for p, pm in idx.marks.items() if row.id in pm}
+        written = idx.written(row.id) if idx.marks else None
         if written:
             meta["written"] = written
-        if idx.bits.get(row.id, 0) & REWOUND:
+        if row.id in idx.bits and idx.is_rewound(row.id):
             meta["rewound"] = True
         return _construct_node(
             {
                 "id": row.id,
                 "session_id": row.session_id,
                 "predecessor": row.predecessor,
-                "kind": _KIND_OF[row.bits & KIND_MASK],
-                "role": _ROLE_OF[(row.bits >> 2) & 3],
+                "kind": kind_of_bits(row.bits),
+                "role": role_of_bits(row.bits),
                 "content": decode_content(row.content),
                 "created_at": from_micros(row.created_at),
                 "metadata": meta,
@@ -741,15 +802,23 @@ class BaseStore(ABC):
         row = self._db_rows([node_id]).get(node_id)
         if row is None:
             raise UnknownNodeError(node_id)
-        return self._model(row, self.index(row.session_id))
+        return self._model(row, self._index(row.session_id))
 
-    def nodes(self, session_id: str, ids: Sequence[str]) -> list[Node]:
+    def nodes(self, session_id: str, ids: Sequence[str] | None = None) -> list[Node]:
         """Return the nodes of ``session_id`` with these ids, in the order given.
 
+        Args:
+            session_id: The session.
+            ids: The node ids; None for every node of the session, in insertion order (each node
+                after its predecessor).
+
         Raises:
+            UnknownSessionError: no such session.
             UnknownNodeError: an id is not a node of the session.
         """
-        idx = self.index(session_id)
+        idx = self._index(session_id)
+        if ids is None:
+            return self._read_nodes(idx, list(idx.pred))
         for i in ids:
             if i not in idx.pred:
                 raise UnknownNodeError(i, session_id)
@@ -768,8 +837,43 @@ class BaseStore(ABC):
         Raises:
             UnknownSessionError, UnknownNodeError.
         """
-        idx = self.index(session_id)
+        idx = self._index(session_id)
         return self._read_nodes(idx, walks.branch_ids(idx, self._head(idx, head)))
+
+    def branch_ids(self, session_id: str, head: str | None = None) -> list[NodeId]:
+        """Return the ids :meth:`branch` would return, without reading their payloads.
+
+        Raises:
+            UnknownSessionError, UnknownNodeError.
+        """
+        idx = self._index(session_id)
+        return walks.branch_ids(idx, self._head(idx, head))  # type: ignore[return-value]
+
+    def message_ids(self, session_id: str, head: str | None = None) -> list[NodeId]:
+        """Return the ids of the messages (kind message, any role) on ``head``'s branch, root first.
+
+        Summaries and events are left out, and so are rewound nodes (they are on no branch).
+
+        Raises:
+            UnknownSessionError, UnknownNodeError.
+        """
+        idx = self._index(session_id)
+        ids = walks.branch_ids(idx, self._head(idx, head))
+        return [NodeId(n) for n in ids if idx.is_message(n)]
+
+    def latest_message_id(self, session_id: str, head: str | None = None) -> NodeId | None:
+        """Return the id of the newest message on ``head``'s branch, or None; walks back from the head.
+
+        Raises:
+            UnknownSessionError, UnknownNodeError.
+        """
+        idx = self._index(session_id)
+        n = self._head(idx, head)
+        while n is not None:
+            if idx.is_live_message(n):
+                return NodeId(n)
+            n = idx.pred[n]
+        return None
 
     def context(self, session_id: str, head: str | None = None) -> list[Node]:
         """Return the model-visible context of ``head``, root first (DESIGN.md 3).
@@ -779,22 +883,22 @@ class BaseStore(ABC):
         Raises:
             UnknownSessionError, UnknownNodeError.
         """
-        idx = self.index(session_id)
+        idx = self._index(session_id)
         return self._read_nodes(idx, walks.context_ids(idx, self._head(idx, head)))
 
     def tips(self, session_id: str) -> list[NodeId]:
         """Return the live tips (messages with no live message below them, not rewound), newest first."""
-        return [NodeId(t) for t in walks.live_tips(self.index(session_id))]
+        return [NodeId(t) for t in walks.live_tips(self._index(session_id))]
 
     def stats(self, session_id: str) -> SessionStats:
         """Count the session's nodes, roots, forks, rewound nodes, summaries, live tips and spawns."""
-        idx = self.index(session_id)
+        idx = self._index(session_id)
         return SessionStats(
             nodes=len(idx),
             roots=sum(1 for p in idx.pred.values() if p is None),
             forks=sum(1 for k in idx.children.values() if len(k) > 1),
-            rewound=sum(1 for b in idx.bits.values() if b & REWOUND),
-            summaries=sum(1 for b in idx.bits.values() if b & KIND_MASK == _SUMMARY),
+            rewound=idx.rewound,
+            summaries=sum(1 for n in idx.pred if idx.is_summary(n)),
             live_tips=len(walks.live_tips(idx)),
             spawned=len(self.spawns(session_id)),
         )
@@ -810,7 +914,7 @@ class BaseStore(ABC):
         eligible: Eligibility = MEMORY_ELIGIBLE,
     ) -> list[NodeId]:
         """Return the ids :meth:`pending` would return, without reading their payloads."""
-        idx = self.index(session_id)
+        idx = self._index(session_id)
         ids = walks.walk_pending(idx, self._head(idx, head), provider, value, eligible).ids
         return ids  # type: ignore[return-value]
 
@@ -840,7 +944,7 @@ class BaseStore(ABC):
         Raises:
             UnknownSessionError, UnknownNodeError.
         """
-        idx = self.index(session_id)
+        idx = self._index(session_id)
         ids = walks.walk_pending(idx, self._head(idx, head), provider, value, eligible).ids
         return self._read_nodes(idx, ids)
 
@@ -857,7 +961,7 @@ class BaseStore(ABC):
         wrote before advancing is handed a shared prefix once: the first branch written marks it.
         Tips with nothing pending are skipped.
         """
-        idx = self.index(session_id)
+        idx = self._index(session_id)
         tips = [t for t in walks.live_tips(idx) if t != idx.head]
         if idx.head is not None:
             tips.insert(0, idx.head)
@@ -888,15 +992,14 @@ class BaseStore(ABC):
         """
         ids = list(dict.fromkeys(n.id if isinstance(n, Node) else n for n in nodes))
         with self.atomic():
-            idx = self.index(session_id)
+            idx = self._index(session_id)
             for n in ids:
                 if n not in idx.pred:
                     raise UnknownNodeError(n, session_id)
             gap = walks.find_marker_gap(idx, ids, provider, value, eligible)
             if gap is not None:
                 raise MarkerGapError(gap[0], gap[1], provider)
-            pm = idx.marks.get(provider) or {}
-            todo = [n for n in ids if pm.get(n) != value]
+            todo = [n for n in ids if not idx.is_written(n, provider, value)]
             if todo:
                 idx.rev = self._db_insert_marks(session_id, provider, value, todo)
                 idx.add_marks(provider, value, todo)
@@ -911,18 +1014,11 @@ class BaseStore(ABC):
     ) -> list[walks.MarkerGap]:
         """Scan the session for marked eligible nodes below an unmarked eligible one (gaps).
 
-        A node holds one marker per provider, so after a consumer changes its value (a memory reset)
-        the nodes it re-marks lose the old value, and the old value's remaining markers read as gaps:
-        pass ``value`` to check only the consumer's current one.
+        Markers are kept per (provider, value): each value is its own consumer, checked on its own.
+        Pass ``value`` to check only one consumer's markers.
 
         Returns:
             Every gap found, for every provider and value (or only ``provider`` / ``value``); empty
             when sound.
         """
-        return walks.marker_gaps(self.index(session_id), eligible, provider, value)
-
-    def to_networkx(self, session_id: str) -> Any:
-        """Return a read-only networkx view of the session (see :func:`graph.views.to_networkx`)."""
-        from graph.views import to_networkx
-
-        return to_networkx(self, session_id)
+        return walks.marker_gaps(self._index(session_id), eligible, provider, value)

@@ -338,7 +338,7 @@ class History:
             ok = True if n is None else clean[n]
             for x in reversed(path):
                 if oracle_eligible(models[x]):
-                    marked = models[x].written.get(c.provider) == c.value
+                    marked = models[x].is_written(c.provider, c.value)
                     assert ok or not marked, (
                         f"{c.provider}={c.value}: {x} is marked below an unmarked eligible node"
                     )
@@ -354,7 +354,7 @@ class History:
             since = 0
             for x in reversed(path):
                 since += 1
-                if oracle_eligible(x) and x.written.get(c.provider) == c.value:
+                if oracle_eligible(x) and x.is_written(c.provider, c.value):
                     break
             assert walk.visited <= since, (
                 f"the walk from {tip} visited {walk.visited} nodes; {since} lie after (and at) the"
@@ -551,7 +551,7 @@ class Copy(Op):
             dst.set_head(sid, idx.head)
             for c in h.consumers:
                 if c.cursor == "marker":
-                    ids = [n.id for n in nodes if n.written.get(c.provider) == c.value]
+                    ids = [n.id for n in nodes if n.is_written(c.provider, c.value)]
                     dst.mark(sid, ids, c.provider, c.value)
             before = {
                 c.provider: _ids(c.pending(src, sid)) for c in h.consumers if c.cursor == "marker"

@@ -1,4 +1,4 @@
-"""Read-only networkx projections of a session, built on demand (DESIGN.md 3).
+"""Read-only networkx projections of a session, built on demand.
 
 For analysis, validation and drawing; never used on the hot paths.
 """
@@ -9,21 +9,16 @@ from typing import TYPE_CHECKING
 
 import networkx as nx
 
-from graph.index import KIND_MASK, REWOUND
-
 if TYPE_CHECKING:
     from graph.store import BaseStore
 
 __all__ = ["to_networkx"]
 
-_KINDS = ("message", "summary", "event")
-_ROLES = ("user", "assistant", "system", "tool")
-
 
 def to_networkx(store: BaseStore, session_id: str) -> nx.DiGraph:
     """Return a frozen ``DiGraph`` of the session: an edge predecessor -> node for every node.
 
-    Node attributes: ``kind``, ``role``, ``rewound`` (bool), ``written`` (provider -> value),
+    Node attributes: ``kind``, ``role``, ``rewound`` (bool), ``written`` (provider -> the values written),
     ``covers`` (tuple of ids), ``head`` (bool). Edges carry ``link="predecessor"``; compaction
     summaries add ``summary -> covered`` edges with ``link="covers"``. The graph attribute
     ``session_id`` names the session. The graph is frozen: mutating it raises ``NetworkXError``.
@@ -33,18 +28,17 @@ def to_networkx(store: BaseStore, session_id: str) -> nx.DiGraph:
     """
     idx = store.index(session_id)
     g = nx.DiGraph(session_id=session_id)
-    written: dict[str, dict[str, str]] = {}
-    for provider, pm in idx.marks.items():
-        for n, v in pm.items():
-            written.setdefault(n, {})[provider] = v
+    written: dict[str, dict[str, list[str]]] = {}
+    for (provider, value), ids in sorted(idx.marks.items()):
+        for n in ids:
+            written.setdefault(n, {}).setdefault(provider, []).append(value)
     for n, p in idx.pred.items():
-        b = idx.bits[n]
         g.add_node(
             n,
-            kind=_KINDS[b & KIND_MASK],
-            role=_ROLES[(b >> 2) & 3],
-            rewound=bool(b & REWOUND),
-            written=written.get(n, {}),
+            kind=idx.kind_of(n).value,
+            role=idx.role_of(n).value,
+            rewound=idx.is_rewound(n),
+            written={k: tuple(v) for k, v in written.get(n, {}).items()},
             covers=idx.covers.get(n, ()),
             head=n == idx.head,
         )

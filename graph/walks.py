@@ -1,4 +1,7 @@
-"""The graph walks, as free functions over a :class:`~graph.index.SessionIndex` (DESIGN.md 4).
+"""The graph walks, as free functions over a session's index.
+
+They take a :class:`~graph.index.IndexView` (what the store hands out) or the store's own
+:class:`~graph.index.SessionIndex`.
 
 Every walk follows predecessors from a node back towards the root. Two rules hold for all of them:
 
@@ -11,6 +14,7 @@ Every walk follows predecessors from a node back towards the root. Two rules hol
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from graph.index import (
@@ -19,9 +23,12 @@ from graph.index import (
     SIBLING,
     Eligibility,
     Eligible,
+    IndexView,
     NodeInfo,
     SessionIndex,
+    node_bits,
 )
+from graph.models import Kind, Role
 
 __all__ = [
     "MarkerGap",
@@ -35,8 +42,11 @@ __all__ = [
     "walk_pending",
 ]
 
-_MESSAGE = 0
-_SUMMARY = 1
+_MESSAGE = node_bits(Kind.MESSAGE, Role.USER, empty=False, scheduled=False) & KIND_MASK
+_SUMMARY = node_bits(Kind.SUMMARY, Role.USER, empty=False, scheduled=False) & KIND_MASK
+
+Index = SessionIndex | IndexView
+"""Any index a walk reads: the store's own or its read-only face."""
 
 
 class PendingWalk(NamedTuple):
@@ -70,7 +80,7 @@ def _eligible(fast: Eligible | None, eligible: Eligibility, node_id: str, bits: 
 
 
 def walk_pending(
-    index: SessionIndex, head: str | None, provider: str, value: str, eligible: Eligibility
+    index: Index, head: str | None, provider: str, value: str, eligible: Eligibility
 ) -> PendingWalk:
     """Walk back from ``head`` and collect the eligible nodes ``provider`` has not written.
 
@@ -80,7 +90,7 @@ def walk_pending(
     Returns:
         The pending ids oldest first, and how many nodes were visited.
     """
-    pm = index.marks.get(provider) or {}
+    pm = index.marks.get((provider, value)) or ()
     pred, bits, covers = index.pred, index.bits, index.covers
     fast = eligible if isinstance(eligible, Eligible) else None
     out: list[str] = []
@@ -93,7 +103,7 @@ def walk_pending(
             n = covers[n][-1] if b & SIBLING else pred[n]
             continue
         if fast.test(b) if fast is not None else _eligible(None, eligible, n, b):
-            if pm.get(n) == value:
+            if n in pm:
                 break
             out.append(n)
         n = pred[n]
@@ -102,15 +112,15 @@ def walk_pending(
 
 
 def find_marker_gap(
-    index: SessionIndex, nodes: list[str], provider: str, value: str, eligible: Eligibility
+    index: Index, nodes: list[str], provider: str, value: str, eligible: Eligibility
 ) -> tuple[str, str] | None:
     """Return ``(node, unmarked ancestor)`` if marking ``nodes`` would break the prefix rule, else None.
 
-    The rule (DESIGN.md 4): on every branch the marked eligible nodes form a prefix. Marking a node is
+    The rule: on every branch the marked eligible nodes form a prefix. Marking a node is
     safe when every eligible node above it on its walked path is marked or in the batch. Each node is
     walked at most once, so the cost is the batch plus the distance to the newest marker.
     """
-    pm = index.marks.get(provider) or {}
+    pm = index.marks.get((provider, value)) or ()
     pred, bits, covers = index.pred, index.bits, index.covers
     fast, test = _test(eligible)
     batch = set(nodes)
@@ -126,7 +136,7 @@ def find_marker_gap(
                 n = covers[n][-1] if b & SIBLING else pred[n]
                 continue
             if _eligible(fast, test, n, b):
-                if pm.get(n) == value:
+                if n in pm:
                     break
                 return start, n
             n = pred[n]
@@ -134,7 +144,7 @@ def find_marker_gap(
 
 
 def marker_gaps(
-    index: SessionIndex,
+    index: Index,
     eligible: Eligibility,
     provider: str | None = None,
     value: str | None = None,
@@ -147,31 +157,29 @@ def marker_gaps(
     fast, test = _test(eligible)
     gaps: list[MarkerGap] = []
     order: list[str] | None = None
-    for prov, pm in index.marks.items():
-        if provider is not None and prov != provider:
+    for prov, val in sorted(index.marks):
+        if (provider is not None and prov != provider) or (value is not None and val != value):
             continue
-        for val in sorted(set(pm.values())):
-            if value is not None and val != value:
-                continue
-            clean: dict[str, bool] = {}
-            order = order if order is not None else _effective_order(index)
-            for n in order:
-                p = index.effective_pred(n)
-                above = clean[p] if p is not None else True
-                b = index.bits[n]
-                if b & KIND_MASK == _SUMMARY and n in index.covers:
-                    clean[n] = above
-                elif _eligible(fast, test, n, b):
-                    marked = pm.get(n) == val
-                    if marked and not above:
-                        gaps.append(MarkerGap(prov, val, n))
-                    clean[n] = above and marked
-                else:
-                    clean[n] = above
+        pm = index.marks.get((prov, val)) or ()
+        clean: dict[str, bool] = {}
+        order = order if order is not None else _effective_order(index)
+        for n in order:
+            p = index.effective_pred(n)
+            above = clean[p] if p is not None else True
+            b = index.bits[n]
+            if b & KIND_MASK == _SUMMARY and n in index.covers:
+                clean[n] = above
+            elif _eligible(fast, test, n, b):
+                marked = n in pm
+                if marked and not above:
+                    gaps.append(MarkerGap(prov, val, n))
+                clean[n] = above and marked
+            else:
+                clean[n] = above
     return gaps
 
 
-def _effective_order(index: SessionIndex) -> list[str]:
+def _effective_order(index: Index) -> list[str]:
     """The nodes with every node after its effective predecessor (:meth:`SessionIndex.effective_pred`).
 
     Insertion order puts predecessors first, but a bulk import may store a sibling-layout summary
@@ -194,7 +202,7 @@ def _effective_order(index: SessionIndex) -> list[str]:
     return out
 
 
-def branch_ids(index: SessionIndex, head: str | None) -> list[str]:
+def branch_ids(index: Index, head: str | None) -> list[str]:
     """Return the branch of ``head``: root to head by predecessors, rewound nodes left out."""
     out: list[str] = []
     pred, bits = index.pred, index.bits
@@ -212,7 +220,7 @@ def branch_ids(index: SessionIndex, head: str | None) -> list[str]:
     return out
 
 
-def is_ancestor(index: SessionIndex, ancestor: str, node: str | None) -> bool:
+def is_ancestor(index: Index, ancestor: str, node: str | None) -> bool:
     """Whether ``ancestor`` is ``node`` or one of its predecessors."""
     pred = index.pred
     n = node
@@ -223,8 +231,8 @@ def is_ancestor(index: SessionIndex, ancestor: str, node: str | None) -> bool:
     return False
 
 
-def live_tips(index: SessionIndex) -> list[str]:
-    """Return the live tips, newest first (DESIGN.md 2).
+def live_tips(index: Index) -> list[str]:
+    """Return the live tips, newest first.
 
     A live tip is a message that is not rewound and has no live message below it: event nodes (progress
     entries, snapshots) after a message do not hide it, and rewound nodes do not count as children.
@@ -233,7 +241,8 @@ def live_tips(index: SessionIndex) -> list[str]:
     below: set[str] = set()
     tips: list[str] = []
     pred, bits = index.pred, index.bits
-    for n in reversed(pred):
+    order: Iterable[str] = reversed(pred)  # type: ignore[arg-type]  # a dict or its read-only proxy
+    for n in order:
         b = bits[n]
         live = b & KIND_MASK == _MESSAGE and not b & REWOUND
         if live or n in below:
@@ -245,7 +254,7 @@ def live_tips(index: SessionIndex) -> list[str]:
     return tips
 
 
-def context_ids(index: SessionIndex, head: str | None) -> list[str]:
+def context_ids(index: Index, head: str | None) -> list[str]:
     """Return the model-visible context of ``head``, root first.
 
     It is the branch of ``head`` with each covered span replaced by its latest summary; an older summary

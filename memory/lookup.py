@@ -26,8 +26,8 @@ from pydantic import BaseModel, ConfigDict
 
 from graph.errors import NotOnBranchError, UnknownNodeError
 from graph.ids import NodeId, SessionId
-from graph.index import KIND_MASK, REWOUND, SessionIndex, node_bits
-from graph.models import Kind, Node, Role
+from graph.index import IndexView
+from graph.models import Node
 from graph.store import BaseStore
 from graph.walks import branch_ids, live_tips
 from memory.caps import LOOKUP_DEFAULT_MESSAGES, LOOKUP_MAX_MESSAGES, LOOKUP_MAX_SESSIONS
@@ -41,9 +41,6 @@ __all__ = [
     "read_transcript",
     "recent_sessions",
 ]
-
-_MESSAGE = node_bits(Kind.MESSAGE, Role.USER, empty=False, scheduled=False) & KIND_MASK
-"""The kind code of a message in the index's bits."""
 
 _frozen = ConfigDict(frozen=True, extra="forbid")
 
@@ -120,10 +117,9 @@ def clamp_count(count: int | None) -> int:
     return max(1, min(int(count), LOOKUP_MAX_MESSAGES))
 
 
-def _messages_of(index: SessionIndex, ids: list[str]) -> list[str]:
+def _messages_of(index: IndexView, ids: list[str]) -> list[str]:
     """The message ids among ``ids``, in order (read from the index, no payload decoded)."""
-    bits = index.bits
-    return [n for n in ids if bits[n] & KIND_MASK == _MESSAGE]
+    return [n for n in ids if index.is_message(n)]
 
 
 def _info(store: BaseStore, session_id: str) -> SessionInfo:
@@ -135,7 +131,7 @@ def _info(store: BaseStore, session_id: str) -> SessionInfo:
         created_at=session.created_at,
         updated_at=session.updated_at,
         head=session.head,
-        messages=len(_messages_of(index, branch_ids(index, index.head))),
+        messages=len(store.message_ids(session_id)),
         live_tips=tuple(NodeId(t) for t in live_tips(index)),
         parent_session=session.parent_session,
     )
@@ -249,11 +245,5 @@ def latest_message(store: BaseStore, session_id: str) -> Node | None:
     Raises:
         UnknownSessionError: no session has this id.
     """
-    index = store.index(session_id)
-    bits, pred = index.bits, index.pred
-    n = index.head
-    while n is not None:
-        if bits[n] & KIND_MASK == _MESSAGE and not bits[n] & REWOUND:
-            return store.nodes(session_id, [n])[0]
-        n = pred[n]
-    return None
+    n = store.latest_message_id(session_id)
+    return None if n is None else store.nodes(session_id, [n])[0]

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, settings
 
 from graph import MemorySessionStore, SessionStore
 from graph.store import BaseStore
+from graph.testing_contract import StoreFactory
 
 settings.register_profile(
     "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -37,10 +38,20 @@ def corpus() -> Path:
 
 
 @pytest.fixture(params=["sqlite", "memory"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseStore]:
+def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
+    """Each store twin in turn, as the contract suites' factory of handles onto one storage.
+
+    SQLite: a new connection to one temporary file per call. In-memory: the same store every call.
+    """
+    if request.param == "sqlite":
+        return lambda: SessionStore(tmp_path / "store.db")
+    shared = MemorySessionStore()
+    return lambda: shared
+
+
+@pytest.fixture
+def store(store_factory: StoreFactory) -> Iterator[BaseStore]:
     """Each store twin in turn: the SQLite store on a temporary file, and the in-memory twin."""
-    s: BaseStore = (
-        SessionStore(tmp_path / "store.db") if request.param == "sqlite" else MemorySessionStore()
-    )
+    s = store_factory()
     yield s
     s.close()

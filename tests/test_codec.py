@@ -57,3 +57,33 @@ def test_values_outside_the_allow_list_are_refused() -> None:
     with pytest.raises(CodecError) as e:
         encode({"when": {1, 2}})
     assert e.value.type_name == "set"
+
+
+def test_dicts_differing_only_in_key_order_encode_to_equal_bytes() -> None:
+    a = {"b": 1, "a": {"y": [1, {"q": 2, "p": 3}], "x": None}}
+    b = {"a": {"x": None, "y": [1, {"p": 3, "q": 2}]}, "b": 1}
+    assert list(a) != list(b)
+    assert encode(a) == encode(b)
+    ca = (ToolCallBlock(id="1", name="t", arguments={"b": 1, "a": {"d": 2, "c": 3}}),)
+    cb = (ToolCallBlock(id="1", name="t", arguments={"a": {"c": 3, "d": 2}, "b": 1}),)
+    assert encode_content(ca) == encode_content(cb)
+
+
+@pytest.mark.parametrize("twin", ["sqlite", "memory"])
+def test_re_adding_an_equal_node_with_reordered_dicts_is_a_no_op(
+    twin: str, tmp_path: object
+) -> None:
+    from pathlib import Path
+
+    from graph import MemorySessionStore, SessionStore
+
+    store = SessionStore(Path(str(tmp_path)) / "s.db") if twin == "sqlite" else MemorySessionStore()
+    s = store.create_session("t", id="s")
+    first = (ToolCallBlock(id="c1", name="grep", arguments={"pattern": "x", "path": "/src"}),)
+    again = (ToolCallBlock(id="c1", name="grep", arguments={"path": "/src", "pattern": "x"}),)
+    store.append(s.id, first, role="assistant", predecessor=None, id="n1")
+    rev = store.index(s.id).rev
+    got = store.append(s.id, again, role="assistant", predecessor=None, id="n1")
+    assert got.id == "n1" and store.index(s.id).rev == rev
+    assert len(store.nodes(s.id)) == 1
+    store.close()

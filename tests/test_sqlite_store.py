@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 from builder import build, chain
 
-from graph import SchemaVersionError, SessionStore, StoreError
-from graph.sqlite_store import SCHEMA_VERSION
+from graph import SchemaVersionError, SessionStore, StoreBusyError, StoreError
+from graph.sqlite_store import MIGRATIONS, SCHEMA_VERSION
+
+V1 = Path(__file__).parent / "fixtures" / "store" / "v1.db"
+"""A store file written by schema version 1 (markers one value per node and provider)."""
 
 
 def run(db: Path, code: str) -> None:
@@ -23,14 +28,14 @@ def test_second_process_writes_are_seen_without_a_full_rebuild(tmp_path: Path) -
     db = tmp_path / "s.db"
     st = SessionStore(db)
     sid = build(st, chain("m", 1, 50))
-    idx = st.index(sid)
+    idx = st._index(sid)
     pred_dict = idx.pred
     run(db, "st.mark('s', ['m1', 'm2', 'm3'], 'memory', 'w')")
     assert [n.id for n in st.pending(sid, "memory", "w")][:1] == ["m4"]
     run(db, "st.append('s', 'm51', role='assistant', id='m51')")
     assert st.session(sid).head == "m51"
     assert st.pending_ids(sid, "memory", "w")[-1] == "m51"
-    assert st.index(sid) is idx and idx.pred is pred_dict  # refreshed in place, not rebuilt
+    assert st._index(sid) is idx and idx.pred is pred_dict  # refreshed in place, not rebuilt
     assert len(idx) == 51
 
 
@@ -46,7 +51,7 @@ def test_refresh_reads_only_rows_newer_than_the_index(tmp_path: Path) -> None:
     st.pending_ids(sid, "memory", "w")
     node_reads = [s for s in seen if "FROM nodes" in s]
     assert node_reads and all("seq>0" not in s.replace(" ", "") for s in node_reads)
-    assert st.index(sid).marks["memory"] == {"m1": "w"}
+    assert st.index(sid).marks[("memory", "w")] == {"m1"}
 
 
 def test_reopening_keeps_everything(tmp_path: Path) -> None:
@@ -81,16 +86,129 @@ def test_a_file_that_is_not_a_database_raises_store_error(tmp_path: Path) -> Non
     assert isinstance(e.value.__cause__, sqlite3.Error)
 
 
-def test_a_locked_database_raises_store_error_and_writes_nothing(tmp_path: Path) -> None:
+def test_a_locked_database_raises_a_retryable_busy_error_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
     db = tmp_path / "s.db"
     st = SessionStore(db, timeout=0.05)
     sid = build(st, "m1")
     blocker = sqlite3.connect(db, isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")
-    with pytest.raises(StoreError):
+    with pytest.raises(StoreBusyError) as e:
         st.append(sid, "x", role="user", id="x")
+    assert isinstance(e.value, StoreError) and e.value.retryable
+    assert "retry" in str(e.value)
     blocker.execute("ROLLBACK")
     assert [n.id for n in st.branch(sid)] == ["m1"]
+    st.append(sid, "x", role="user", id="x")  # the retry works
+    assert [n.id for n in st.branch(sid)] == ["m1", "x"]
+
+
+def test_readers_open_and_read_while_a_writer_holds_the_lock(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    st = SessionStore(db)
+    sid = build(st, chain("m", 1, 3))
+    st.mark(sid, ["m1"], "memory", "w")
+    st.close()
+    blocker = sqlite3.connect(db, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    blocker.execute("UPDATE sessions SET title='being written'")
+    try:
+        reader = SessionStore(db, timeout=0.05)  # opening a current file takes no lock
+        assert [n.id for n in reader.branch(sid)] == ["m1", "m2", "m3"]
+        assert [n.id for n in reader.pending(sid, "memory", "w")] == ["m2", "m3"]
+        assert [s.id for s in reader.sessions()] == [sid]
+        assert reader.session(sid).title == sid  # the uncommitted write is not seen
+        with pytest.raises(StoreBusyError):
+            reader.mark(sid, ["m2"], "memory", "w")
+    finally:
+        blocker.execute("ROLLBACK")
+    reader.mark(sid, ["m2"], "memory", "w")
+
+
+def test_opening_a_current_file_runs_no_write_statement(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    SessionStore(db).close()
+    seen: list[str] = []
+    SessionStore(db, tracer=lambda sql, params: seen.append(sql)).close()
+    assert seen and not [s for s in seen if s.split()[0].upper() in ("BEGIN", "CREATE", "INSERT")]
+
+
+def test_the_tracer_sees_every_statement_of_the_hot_paths(tmp_path: Path) -> None:
+    seen: list[str] = []
+    st = SessionStore(tmp_path / "s.db", tracer=lambda sql, params: seen.append(sql))
+    counts = {}
+    for name, op in [
+        ("create_session", lambda: st.create_session("t", id="s")),
+        ("append", lambda: st.append("s", "hi", role="user", id="m1")),
+        ("mark", lambda: st.mark("s", ["m1"], "memory", "w")),
+        ("pending", lambda: st.pending("s", "memory", "w2")),
+    ]:
+        seen.clear()
+        op()
+        counts[name] = len(seen)
+    assert all(counts.values()), counts
+    seen.clear()
+    st.append("s", "again", role="assistant", id="m2")
+    assert any(s.startswith("INSERT INTO nodes") and "'m2'" in s for s in seen)
+    assert any(s.startswith("BEGIN IMMEDIATE") for s in seen) and "COMMIT" in seen
+
+
+def test_a_v1_file_is_migrated_and_keeps_everything(tmp_path: Path) -> None:
+    db = tmp_path / "v1.db"
+    shutil.copyfile(V1, db)
+    with sqlite3.connect(db) as c:
+        assert c.execute("SELECT value FROM meta").fetchone() == ("1",)
+    st = SessionStore(db)
+    assert st.schema_version == SCHEMA_VERSION == len(MIGRATIONS)
+    assert st.session("s").head == "sum1" and st.session("s").metadata == {"runtime": "test"}
+    assert st.branch_ids("s") == ["m1", "m2", "m3", "m4", "m5", "m6", "sum1"]
+    assert st.node("sum1").covers == ("m1", "m2")
+    assert st.node("b1").rewound and st.tips("s") == ["m6"]
+    assert st.node("m1").written == {"memory": ("ws-a",), "search": ("idx",)}
+    assert [n.id for n in st.pending("s", "memory", "ws-a", head="m6")] == ["m4", "m5", "m6"]
+    assert st.node("o1").written == {"memory": ("ws-a",)}
+    # and the new schema keeps a second value of the provider beside the migrated one
+    st.mark("s", ["m1", "m2"], "memory", "ws-b")
+    assert st.node("m1").written["memory"] == ("ws-a", "ws-b")
+    assert [n.id for n in st.pending("s", "memory", "ws-a", head="m6")] == ["m4", "m5", "m6"]
+    st.close()
+    again = SessionStore(db)
+    assert again.node("m2").written == {"memory": ("ws-a", "ws-b")}
+    (seq,) = again.conn.execute("SELECT max(seq) FROM marks").fetchone()
+    again.mark("s", ["m3"], "memory", "ws-b")
+    (new,) = again.conn.execute(
+        "SELECT seq FROM marks WHERE value='ws-b' AND node_id='m3'"
+    ).fetchone()
+    assert new > seq  # seqs keep growing past the migrated rows (other readers refresh by seq)
+
+
+def test_a_migration_waits_for_the_lock_and_runs_once(tmp_path: Path) -> None:
+    db = tmp_path / "v1.db"
+    shutil.copyfile(V1, db)
+    blocker = sqlite3.connect(db, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    with pytest.raises(StoreBusyError):
+        SessionStore(db, timeout=0.05)  # a migration needs the lock
+    blocker.execute("ROLLBACK")
+    blocker.close()
+    errors: list[BaseException] = []
+
+    def open_it() -> None:
+        try:
+            SessionStore(db, timeout=10).close()
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=open_it) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    st = SessionStore(db)
+    assert st.schema_version == SCHEMA_VERSION
+    assert st.node("m1").written == {"memory": ("ws-a",), "search": ("idx",)}
 
 
 def test_the_callers_own_transaction_is_never_committed(tmp_path: Path) -> None:

@@ -10,10 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from graph.errors import UnknownSessionError
 from graph.importers.jsonl import LineProblems
 from graph.importers.report import FileReport
-from graph.index import REWOUND as _REWOUND
 from graph.models import Content, ImageBlock, Session, TextBlock, content_text
 from graph.store import BaseStore, paused_gc
 
@@ -101,10 +99,7 @@ def text_blocks(parts: Iterable[str]) -> tuple[TextBlock, ...]:
 
 def stored_ids(store: BaseStore, session_id: str) -> Mapping[str, str | None]:
     """The session's node ids (id -> predecessor), or an empty map when the session does not exist."""
-    try:
-        return store.index(session_id).pred
-    except UnknownSessionError:
-        return {}
+    return store.index(session_id).pred if store.has_session(session_id) else {}
 
 
 def ensure_session(
@@ -122,9 +117,7 @@ def ensure_session(
     An existing session keeps its title when ``title`` is empty; its metadata is replaced only when it
     differs (a metadata-only write, :meth:`BaseStore.update_session`).
     """
-    try:
-        current = store.session(session_id)
-    except UnknownSessionError:
+    if not store.has_session(session_id):
         return store.create_session(
             title,
             id=session_id,
@@ -133,6 +126,7 @@ def ensure_session(
             spawned_from=spawned_from,
             parent_session=parent_session,
         )
+    current = store.session(session_id)
     new_title = title if title and title != current.title else None
     new_meta = dict(metadata) if dict(current.metadata) != dict(metadata) else None
     if new_title is None and new_meta is None:
@@ -143,29 +137,16 @@ def ensure_session(
 def stamp_subtrees(store: BaseStore, session_id: str, fork_point: str, children: list[str]) -> int:
     """Stamp rewound every node below ``fork_point`` through ``children`` (abandoned branches).
 
-    Uses :meth:`BaseStore.rewind` once per tip of each abandoned subtree, then puts the head back, so
-    the stamps are exactly a rewind's. Nodes already stamped are left alone.
+    The head does not move (:meth:`BaseStore.stamp_rewound`). Nodes already stamped are left alone.
 
     Returns:
         How many nodes were newly stamped.
     """
-    idx = store.index(session_id)
-    head = idx.head
-    kids = idx.children
-    stamped = 0
-    for child in children:
-        stack, tips = [child], []
-        while stack:
-            n = stack.pop()
-            below = kids.get(n, [])
-            if below:
-                stack.extend(below)
-            else:
-                tips.append(n)
-        for tip in tips:
-            if not store.index(session_id).bits[tip] & _REWOUND:
-                store.set_head(session_id, tip)
-                stamped += len(store.rewind(session_id, fork_point))
-    if store.index(session_id).head != head:
-        store.set_head(session_id, head)
-    return stamped
+    kids = store.index(session_id).children
+    below: list[str] = []
+    stack = list(children)
+    while stack:
+        n = stack.pop()
+        below.append(n)
+        stack.extend(kids.get(n, ()))
+    return len(store.stamp_rewound(session_id, below))

@@ -354,9 +354,7 @@ def _rewinds(
 
 def _foreign(store: BaseStore, ids: Sequence[str]) -> dict[str, str]:
     """Which of ``ids`` another session already holds: id -> that session."""
-    # The store has no public bulk "where is this id" read; its row read is the cheap way.
-    rows = store._db_rows(list(ids))  # noqa: SLF001
-    return {i: r.session_id for i, r in rows.items()}
+    return {str(i): str(s) for i, s in store.locate(ids).items()}
 
 
 # ------------------------------------------------------------------------------------- import

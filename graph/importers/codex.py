@@ -36,7 +36,6 @@ from typing import Any
 
 import orjson
 
-from graph.errors import UnknownSessionError
 from graph.importers._common import (
     EPOCH,
     ensure_session,
@@ -164,7 +163,7 @@ class _Ids:
                 return j
         # The parent's own items may sit in its source's session (a fork of a fork): ask by id.
         wanted = [f"{parent}:{k - 1}" for k in range(2, len(items))]
-        stored = self.store._db_rows(wanted)  # noqa: SLF001
+        stored = self.store.locate(wanted)
         if stored:
             k = 2
             while k < len(items) and f"{parent}:{k - 1}" in stored:
@@ -174,11 +173,7 @@ class _Ids:
 
 
 def _exists(store: BaseStore, session_id: str) -> bool:
-    try:
-        store.session(session_id)
-    except UnknownSessionError:
-        return False
-    return True
+    return store.has_session(session_id)
 
 
 def _opens_turn(line: Line) -> bool:

@@ -42,7 +42,6 @@ from typing import Any
 
 import orjson
 
-from graph.errors import UnknownSessionError
 from graph.importers._common import (
     EPOCH,
     ensure_session,
@@ -165,9 +164,7 @@ def _source_session(store: BaseStore, parent_path: str, report: FileReport) -> s
     source = Path(parent_path)
     head = header(source) if source.exists() else None
     if head is not None and isinstance(head.get("id"), str):
-        try:
-            store.session(head["id"])
-        except UnknownSessionError:
+        if not store.has_session(head["id"]):
             sub = import_file(store, source)
             report.notes.append(
                 f"imported the fork's source {source} first ({sub.nodes_added} nodes)"

@@ -1,0 +1,536 @@
+"""The store contract: every operation, its validation, and all-or-nothing writes, for any backend.
+
+A backend (a third-party one, or one of this package's) runs the whole suite by supplying one pytest
+fixture, ``store_factory``: a callable that opens a handle onto one storage, empty at the start of each
+test. Each call opens another handle onto the *same* storage (a second connection to the same file or
+database), which the suite uses to check that a commit is visible to another reader; a backend with no
+shared storage returns the same object each time. The suite's ``store`` fixture is the first handle,
+and every handle is closed after the test.
+
+In a test module of the backend's package::
+
+    import pytest
+    from graph.testing_contract import *  # noqa: F403  (the fixtures and the tests)
+    from graph.testing_transactions import *  # noqa: F403
+
+    @pytest.fixture
+    def store_factory(tmp_path):
+        return lambda: MyStore(tmp_path / "db")
+
+Parametrize ``store_factory`` to run the suite over several backends. Requires pytest (imported only
+by this module and :mod:`graph.testing_transactions`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from graph.errors import (
+    CoverageError,
+    CycleError,
+    DuplicateNodeError,
+    DuplicateSessionError,
+    ForeignPredecessorError,
+    HeadConflictError,
+    MarkerGapError,
+    NotOnBranchError,
+    UnknownNodeError,
+    UnknownPredecessorError,
+    UnknownSessionError,
+)
+from graph.models import (
+    ImageBlock,
+    Kind,
+    Node,
+    Role,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
+from graph.store import BaseStore
+
+__all__ = [
+    "REJECTED",
+    "StoreFactory",
+    "build",
+    "chain",
+    "node",
+    "snapshot",
+    "store",
+    "store_handles",
+    "test_a_commit_is_visible_to_another_handle",
+    "test_a_marker_of_another_value_reads_as_unwritten",
+    "test_add_nodes_takes_any_order_and_is_idempotent",
+    "test_append_moves_the_head_and_links_the_predecessor",
+    "test_branch_ids_and_message_ids",
+    "test_content_blocks_round_trip_exactly",
+    "test_fork_appends_after_a_non_head_node",
+    "test_get_branch_and_unknown_ids",
+    "test_has_session_and_locate",
+    "test_identical_reappend_is_a_no_op",
+    "test_markers_of_two_handles_stay_apart",
+    "test_nodes_without_ids_are_every_node_predecessors_first",
+    "test_rejected_writes_raise_typed_errors_and_change_nothing",
+    "test_sessions_most_recently_updated_first",
+    "test_set_head_compare_and_swap",
+    "test_spawn_links_both_ways",
+    "test_stamp_rewound_stamps_exactly_those_nodes_and_keeps_the_head",
+    "test_store_made_ids_are_time_ordered",
+    "test_the_index_handed_out_is_read_only",
+    "test_to_networkx_is_a_read_only_view",
+    "test_two_values_of_one_provider_never_overwrite_each_other",
+]
+
+StoreFactory = Callable[[], BaseStore]
+"""Opens a handle onto the test's storage (the same storage on every call)."""
+
+
+@pytest.fixture
+def store_handles(store_factory: StoreFactory) -> Iterator[Callable[[], BaseStore]]:
+    """Open handles onto the test's storage with ``store_handles()``; all are closed afterwards."""
+    opened: list[BaseStore] = []
+
+    def open_handle() -> BaseStore:
+        s = store_factory()
+        if all(s is not o for o in opened):
+            opened.append(s)
+        return s
+
+    yield open_handle
+    for s in reversed(opened):
+        s.close()
+
+
+@pytest.fixture
+def store(store_handles: Callable[[], BaseStore]) -> BaseStore:
+    """The first handle onto the test's (empty) storage."""
+    return store_handles()
+
+
+def build(store: BaseStore, spec: str, *, session: str = "s", head: str | None = None) -> str:
+    """Create session ``session`` holding the DAG ``spec``; return its id.
+
+    ``spec`` is segments separated by ``;``, each a chain of node labels joined by ``-``, e.g.
+    ``"m1-m2-m3; m2-f1-f2"``. A segment whose first label already exists continues from it (a fork
+    when it already has a child); otherwise its first label is a new root. Labels are the node ids and
+    the text. Roles alternate by depth (user at the root), and the head ends on the last label of the
+    last segment unless ``head`` says otherwise.
+    """
+    if not store.has_session(session):
+        store.create_session(session, id=session)
+    depth: dict[str, int] = {n: 0 for n in store.index(session).pred}
+    last = None
+    for segment in spec.split(";"):
+        labels = [x.strip() for x in segment.split("-") if x.strip()]
+        if not labels:
+            continue
+        prev = None
+        if labels[0] in depth:
+            prev, labels = labels[0], labels[1:]
+        for label in labels:
+            d = depth[prev] + 1 if prev is not None else 0
+            store.append(
+                session,
+                label,
+                role="user" if d % 2 == 0 else "assistant",
+                predecessor=prev,
+                id=label,
+            )
+            depth[label] = d
+            prev = label
+        last = prev
+    if head is not None or last is not None:
+        store.set_head(session, head or last)
+    return session
+
+
+def chain(prefix: str, first: int, last: int) -> str:
+    """``chain("m", 1, 3)`` -> ``"m1-m2-m3"``."""
+    return "-".join(f"{prefix}{i}" for i in range(first, last + 1))
+
+
+def snapshot(store: BaseStore) -> list[Any]:
+    """Everything a caller can read back, for every session.
+
+    The sessions, their nodes (markers and rewound stamps included, in their metadata) and live tips.
+    """
+    out: list[Any] = []
+    for s in sorted(store.sessions(), key=lambda s: s.id):
+        nodes = store.nodes(s.id)
+        out.append((s.model_dump(), [n.model_dump() for n in nodes], store.tips(s.id)))
+    return out
+
+
+def node(sid: str, nid: str, pred: str | None, text: str = "x", **kw: Any) -> Node:
+    """A user message node of ``sid`` (kind, role, created_at overridable), for batch writes."""
+    return Node(
+        id=nid,
+        session_id=sid,
+        predecessor=pred,
+        kind=kw.pop("kind", Kind.MESSAGE),
+        role=kw.pop("role", Role.USER),
+        content=text,
+        created_at=kw.pop("created_at", datetime(2026, 1, 1, tzinfo=UTC)),
+        **kw,
+    )
+
+
+def test_append_moves_the_head_and_links_the_predecessor(store: BaseStore) -> None:
+    """Append moves the head and links the predecessor."""
+    s = store.create_session("t")
+    a = store.append(s.id, "hello", role="user")
+    b = store.append(s.id, "hi", role="assistant")
+    assert b.predecessor == a.id
+    assert store.session(s.id).head == b.id
+    c = store.append(s.id, "aside", role="user", predecessor=a.id, move_head=False)
+    assert store.session(s.id).head == b.id
+    assert store.index(s.id).children[a.id] == (b.id, c.id)
+
+
+def test_store_made_ids_are_time_ordered(store: BaseStore) -> None:
+    """Store made ids are time ordered."""
+    s = store.create_session()
+    ids = [store.append(s.id, str(i), role="user").id for i in range(50)]
+    assert ids == sorted(ids)
+    assert all(len(i) == 36 and i[14] == "7" for i in ids)
+
+
+def test_content_blocks_round_trip_exactly(store: BaseStore) -> None:
+    """Content blocks round trip exactly."""
+    s = store.create_session()
+    blocks = (
+        TextBlock(text="look ünïcode 🚀"),
+        ToolCallBlock(id="c1", name="read", arguments={"path": "/x", "n": [1, 2.5, None, True]}),
+        ToolResultBlock(call_id="c1", text="contents", is_error=False),
+        ImageBlock(ref="sha256:abc", media_type="image/png"),
+    )
+    n = store.append(s.id, blocks, role="assistant", metadata={"model": "m", "nested": {"k": [1]}})
+    back = store.node(n.id)
+    assert back.content == blocks
+    assert back.metadata == {"model": "m", "nested": {"k": [1]}}
+    assert back.created_at == n.created_at
+
+
+def test_fork_appends_after_a_non_head_node(store: BaseStore) -> None:
+    """Fork appends after a non head node."""
+    sid = build(store, chain("m", 1, 4))
+    f = store.fork(sid, "m2", "other", role="assistant", id="f1")
+    assert f.predecessor == "m2"
+    assert store.session(sid).head == "f1"
+    assert [n.id for n in store.branch(sid)] == ["m1", "m2", "f1"]
+    assert store.stats(sid).forks == 1
+
+
+def test_set_head_compare_and_swap(store: BaseStore) -> None:
+    """Set head compare and swap."""
+    sid = build(store, "m1-m2; m1-b1")
+    store.set_head(sid, "m2", expected="b1")
+    assert store.session(sid).head == "m2"
+    with pytest.raises(HeadConflictError) as e:
+        store.set_head(sid, "b1", expected="b1")
+    assert (e.value.expected, e.value.got) == ("b1", "m2")
+    assert store.session(sid).head == "m2"
+    with pytest.raises(UnknownNodeError):
+        store.set_head(sid, "nope")
+
+
+def test_sessions_most_recently_updated_first(store: BaseStore) -> None:
+    """Sessions most recently updated first."""
+    old = store.create_session("old", created_at=datetime(2025, 1, 1, tzinfo=UTC))
+    new = store.create_session("new", created_at=datetime(2025, 6, 1, tzinfo=UTC))
+    assert [s.id for s in store.sessions()] == [new.id, old.id]
+    store.append(old.id, "bump", role="user")
+    assert [s.id for s in store.sessions()] == [old.id, new.id]
+    assert [s.id for s in store.sessions(limit=1)] == [old.id]
+
+
+def test_spawn_links_both_ways(store: BaseStore) -> None:
+    """Spawn links both ways."""
+    sid = build(store, "m1-m2")
+    child = store.spawn(sid, "m2", title="sub-agent")
+    assert (child.spawned_from, child.parent_session) == ("m2", sid)
+    assert [c.id for c in store.spawns(sid)] == [child.id]
+    store.append(child.id, "task", role="user")
+    assert store.stats(sid).spawned == 1
+    with pytest.raises(UnknownNodeError):
+        store.spawn(sid, "elsewhere")
+
+
+def test_add_nodes_takes_any_order_and_is_idempotent(store: BaseStore) -> None:
+    """Add nodes takes any order and is idempotent."""
+    s = store.create_session()
+    nodes = [node(s.id, "c", "b"), node(s.id, "a", None), node(s.id, "b", "a")]
+    added = store.add_nodes(s.id, nodes, head="c")
+    assert [n.id for n in added] == ["a", "b", "c"]
+    before, rev = snapshot(store), store.index(s.id).rev
+    assert store.add_nodes(s.id, nodes, head="c") == []
+    assert snapshot(store) == before
+    assert store.index(s.id).rev == rev  # nothing written, not even the change counter
+
+
+def test_identical_reappend_is_a_no_op(store: BaseStore) -> None:
+    """Identical reappend is a no op."""
+    sid = build(store, "m1-m2")
+    before = snapshot(store)
+    again = store.append(sid, "m2", role="assistant", predecessor="m1", id="m2")
+    assert again.id == "m2"
+    assert snapshot(store) == before
+
+
+def test_get_branch_and_unknown_ids(store: BaseStore) -> None:
+    """Get branch and unknown ids."""
+    sid = build(store, chain("m", 1, 3))
+    assert [n.id for n in store.branch(sid, head="m2")] == ["m1", "m2"]
+    with pytest.raises(UnknownNodeError):
+        store.branch(sid, head="zz")
+    with pytest.raises(UnknownSessionError):
+        store.branch("no-session")
+    with pytest.raises(UnknownNodeError):
+        store.node("zz")
+
+
+def test_to_networkx_is_a_read_only_view(store: BaseStore) -> None:
+    """To networkx is a read only view."""
+    nx = pytest.importorskip("networkx")
+    from graph.views import to_networkx
+
+    sid = build(store, "m1-m2-m3; m2-b1")
+    store.mark(sid, ["m1"], "memory", "w")
+    s = store.compact(sid, ["m1", "m2"], "sum", layout="inline")
+    g = to_networkx(store, sid)
+    assert g.number_of_nodes() == 5
+    assert g.nodes["m1"]["written"] == {"memory": ("w",)}
+    assert g.edges[s.id, "m1"]["link"] == "covers"
+    assert g.nodes[s.id]["head"]
+    with pytest.raises(nx.NetworkXError):
+        g.add_node("x")
+
+
+# ------------------------------------------------------------------ validation: typed, all-or-nothing
+
+REJECTED: list[tuple[str, Callable[[BaseStore, str], Any], type[Exception], dict[str, Any]]] = [
+    (
+        "unknown predecessor",
+        lambda st, sid: st.append(sid, "x", role="user", predecessor="ghost"),
+        UnknownPredecessorError,
+        {"predecessor": "ghost"},
+    ),
+    (
+        "foreign predecessor",
+        lambda st, sid: st.append(sid, "x", role="user", predecessor="o1", id="n"),
+        ForeignPredecessorError,
+        {"node_id": "n", "predecessor": "o1", "expected": "s", "got": "other"},
+    ),
+    (
+        "duplicate id, other content",
+        lambda st, sid: st.append(sid, "changed", role="user", predecessor=None, id="m1"),
+        DuplicateNodeError,
+        {"node_id": "m1", "field": "content"},
+    ),
+    (
+        "duplicate id in another session",
+        lambda st, sid: st.append(sid, "o1", role="user", predecessor=None, id="o1"),
+        DuplicateNodeError,
+        {"node_id": "o1", "field": "session"},
+    ),
+    (
+        "cycle in a batch",
+        lambda st, sid: st.add_nodes(sid, [node(sid, "c1", "c2"), node(sid, "c2", "c1")]),
+        CycleError,
+        {},
+    ),
+    (
+        "self loop",
+        lambda st, sid: st.add_nodes(sid, [node(sid, "c1", "c1")]),
+        CycleError,
+        {"node_id": "c1"},
+    ),
+    (
+        "bad batch member after good ones",
+        lambda st, sid: st.add_nodes(sid, [node(sid, "ok1", "m3"), node(sid, "bad", "ghost")]),
+        UnknownPredecessorError,
+        {"node_id": "bad"},
+    ),
+    (
+        "summary covering nodes not on one branch",
+        lambda st, sid: st.compact(sid, ["m2", "b1"], "s"),
+        CoverageError,
+        {"node_id": "b1"},
+    ),
+    (
+        "sibling summary of a span off the head",
+        lambda st, sid: st.compact(sid, ["m1", "m3"], "s", layout="sibling"),
+        CoverageError,
+        {},
+    ),
+    (
+        "covers on a message",
+        lambda st, sid: st.add_nodes(sid, [node(sid, "n", "m3", covers=("m1",))]),
+        CoverageError,
+        {},
+    ),
+    (
+        "rewind off the branch",
+        lambda st, sid: st.rewind(sid, "b1"),
+        NotOnBranchError,
+        {"node_id": "b1", "head": "m3"},
+    ),
+    (
+        "head CAS conflict",
+        lambda st, sid: st.set_head(sid, "m1", expected="m2"),
+        HeadConflictError,
+        {"expected": "m2", "got": "m3"},
+    ),
+    (
+        "duplicate session",
+        lambda st, sid: st.create_session(id="other"),
+        DuplicateSessionError,
+        {"session_id": "other"},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "write", "error", "facts"), REJECTED, ids=[r[0] for r in REJECTED]
+)
+def test_rejected_writes_raise_typed_errors_and_change_nothing(
+    store: BaseStore, case: str, write: Any, error: type[Exception], facts: dict[str, Any]
+) -> None:
+    """Rejected writes raise typed errors and change nothing."""
+    sid = build(store, "m1-m2-m3; m1-b1", head="m3")
+    build(store, "o1", session="other")
+    store.mark(sid, ["m1"], "memory", "w")
+    before = snapshot(store)
+    with pytest.raises(error) as e:
+        write(store, sid)
+    for k, v in facts.items():
+        assert getattr(e.value, k) == v, k
+    assert snapshot(store) == before
+    assert isinstance(e.value, ValueError) or case == "head CAS conflict"
+
+
+# ------------------------------------------------------------------ primitives callers used to fake
+
+
+def test_has_session_and_locate(store: BaseStore) -> None:
+    """Has session and locate."""
+    sid = build(store, "m1-m2")
+    build(store, "o1", session="other")
+    assert store.has_session(sid) and not store.has_session("nope")
+    assert store.locate(["m2", "o1", "ghost", "m2"]) == {"m2": sid, "o1": "other"}
+    assert store.locate([]) == {}
+
+
+def test_nodes_without_ids_are_every_node_predecessors_first(store: BaseStore) -> None:
+    """Nodes without ids are every node predecessors first."""
+    s = store.create_session(id="s")
+    store.add_nodes(s.id, [node(s.id, "c", "b"), node(s.id, "a", None), node(s.id, "b", "a")])
+    assert [n.id for n in store.nodes(s.id)] == ["a", "b", "c"]
+    assert [n.id for n in store.nodes(s.id, ["c", "a"])] == ["c", "a"]
+    with pytest.raises(UnknownSessionError):
+        store.nodes("nope")
+
+
+def test_branch_ids_and_message_ids(store: BaseStore) -> None:
+    """Branch ids and message ids."""
+    sid = build(store, "m1-m2-m3-m4; m2-b1")
+    store.set_head(sid, "m4")
+    e = store.append(sid, "progress", role="system", kind="event", id="e1")
+    assert store.branch_ids(sid) == ["m1", "m2", "m3", "m4", e.id]
+    assert store.branch_ids(sid, head="b1") == ["m1", "m2", "b1"]
+    assert store.message_ids(sid) == ["m1", "m2", "m3", "m4"]
+    assert store.latest_message_id(sid) == "m4"
+    store.rewind(sid, "m2")
+    assert store.message_ids(sid) == ["m1", "m2"]
+    assert store.latest_message_id(sid, head="e1") == "m2"  # rewound messages are on no branch
+    with pytest.raises(UnknownNodeError):
+        store.branch_ids(sid, head="zz")
+
+
+def test_stamp_rewound_stamps_exactly_those_nodes_and_keeps_the_head(store: BaseStore) -> None:
+    """Stamp rewound stamps exactly those nodes and keeps the head."""
+    sid = build(store, "m1-m2-m3; m1-b1-b2", head="m3")
+    reader = store.index(sid)
+    rev = reader.rev
+    assert store.stamp_rewound(sid, ["b1", "b2", "b1"]) == ["b1", "b2"]
+    assert store.session(sid).head == "m3"
+    assert store.index(sid).rev > rev  # other readers see the change
+    assert [n.id for n in store.nodes(sid) if n.rewound] == ["b1", "b2"]
+    assert store.tips(sid) == ["m3"]
+    assert store.stamp_rewound(sid, ["b2"]) == []  # already stamped
+    before = snapshot(store)
+    with pytest.raises(UnknownNodeError):
+        store.stamp_rewound(sid, ["m2", "ghost"])
+    assert snapshot(store) == before  # all or nothing
+
+
+def test_the_index_handed_out_is_read_only(store: BaseStore) -> None:
+    """The index handed out is read only."""
+    sid = build(store, "m1-m2; m1-b1")
+    idx = store.index(sid)
+    with pytest.raises(TypeError):
+        idx.pred["x"] = None  # type: ignore[index]
+    with pytest.raises(TypeError):
+        idx.bits["m1"] = 0  # type: ignore[index]
+    with pytest.raises((TypeError, AttributeError)):
+        idx.head = "b1"  # type: ignore[misc]
+    assert idx.children["m1"] == ("m2", "b1")
+    assert idx.kind_of("m1") == Kind.MESSAGE and idx.role_of("m2") == Role.ASSISTANT
+    assert idx.is_message("m1") and not idx.is_summary("m1") and not idx.is_rewound("m1")
+    s = store.compact(sid, ["m1", "b1"], "sum", layout="inline", id="s1")
+    assert store.index(sid).is_summary(s.id) and not store.index(sid).is_message(s.id)
+    assert idx.head == "s1"  # the face reads through to the refreshed index
+
+
+# ------------------------------------------------------------------ markers per (provider, value)
+
+
+def test_two_values_of_one_provider_never_overwrite_each_other(store: BaseStore) -> None:
+    """Two values of one provider never overwrite each other."""
+    sid = build(store, chain("m", 1, 4))
+    assert store.mark(sid, ["m1", "m2"], "memory", "ws-a") == 2
+    assert store.mark(sid, ["m1", "m2", "m3"], "memory", "ws-b") == 3
+    assert [n.id for n in store.pending(sid, "memory", "ws-a")] == ["m3", "m4"]
+    assert [n.id for n in store.pending(sid, "memory", "ws-b")] == ["m4"]
+    assert store.node("m1").written == {"memory": ("ws-a", "ws-b")}
+    assert store.node("m1").is_written("memory", "ws-a")
+    assert store.mark(sid, ["m1", "m2"], "memory", "ws-a") == 0  # already there
+    assert store.verify_markers(sid) == []
+    assert store.verify_markers(sid, "memory", value="ws-a") == []
+
+
+def test_a_marker_of_another_value_reads_as_unwritten(store: BaseStore) -> None:
+    """A marker of another value reads as unwritten."""
+    sid = build(store, chain("m", 1, 3))
+    store.mark(sid, ["m1", "m2", "m3"], "memory", "old")
+    assert [n.id for n in store.pending(sid, "memory", "new")] == ["m1", "m2", "m3"]
+    with pytest.raises(MarkerGapError):
+        store.mark(sid, ["m2"], "memory", "new")  # m1 is unwritten for "new"
+    assert store.pending(sid, "memory", "old") == []
+
+
+def test_markers_of_two_handles_stay_apart(store: BaseStore, store_handles: Any) -> None:
+    """Markers of two handles stay apart."""
+    sid = build(store, chain("m", 1, 4))
+    other = store_handles()
+    store.mark(sid, ["m1", "m2"], "memory", "ws-a")
+    other.mark(sid, ["m1"], "memory", "ws-b")
+    store.mark(sid, ["m3"], "memory", "ws-a")
+    for h in (store, other):
+        assert [n.id for n in h.pending(sid, "memory", "ws-a")] == ["m4"]
+        assert [n.id for n in h.pending(sid, "memory", "ws-b")] == ["m2", "m3", "m4"]
+
+
+def test_a_commit_is_visible_to_another_handle(store: BaseStore, store_handles: Any) -> None:
+    """A commit is visible to another handle."""
+    sid = build(store, chain("m", 1, 2))
+    reader = store_handles()
+    assert [n.id for n in reader.branch(sid)] == ["m1", "m2"]
+    store.append(sid, "m3", role="user", id="m3")
+    store.mark(sid, ["m1"], "memory", "w")
+    assert [n.id for n in reader.branch(sid)] == ["m1", "m2", "m3"]
+    assert reader.node("m1").written == {"memory": ("w",)}
