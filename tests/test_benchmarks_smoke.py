@@ -38,7 +38,7 @@ def test_read_nodes_equal_validated_nodes(twin: str, tmp_path: Path) -> None:
         assert read.model_copy(update={"metadata": {}}).id == written.id
         assert hash(read.id) == hash(written.id)
         assert read.content == written.content
-    assert got[0].written == {"memory": "ws"}
+    assert got[0].written == {"memory": ("ws",)}
     assert (
         got[0].model_dump_json()
         == Node.model_validate_json(got[0].model_dump_json()).model_dump_json()

@@ -114,4 +114,4 @@ def test_memory_reset_makes_everything_pending_and_keeps_other_markers(store: Ba
     for tip in store.tips(sid):
         assert store.pending_ids(sid, "search", "idx", head=tip) == []
     assert store.verify_markers(sid, "search") == []
-    assert {n.written["search"] for n in store.nodes(sid, [*m, *other])} == {"idx"}
+    assert {n.written["search"] for n in store.nodes(sid, [*m, *other])} == {("idx",)}

@@ -30,8 +30,8 @@ def snapshot(store: BaseStore, session_id: str) -> dict:
             "session": s.model_dump(),
             "stats": store.stats(sid),
             "order": list(idx.pred),
-            "nodes": [n.model_dump() for n in store.nodes(sid, list(idx.pred))],
-            "marks": {p: dict(pm) for p, pm in idx.marks.items()},
+            "nodes": [n.model_dump() for n in store.nodes(sid)],
+            "marks": {key: sorted(ids) for key, ids in idx.marks.items()},
             "tips": store.tips(sid),
             "gaps": store.verify_markers(sid),
         }

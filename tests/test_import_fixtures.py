@@ -251,7 +251,7 @@ def test_codex_fork_with_copied_prefix_is_a_fork_of_the_parent(
     assert (st.nodes, st.roots, st.forks, st.live_tips) == (14, 1, 1, 2)
     assert store.session(P).head == f"{P}:10"
     child = "019c18dc-0b80-7123-8012-3456789abcde"
-    assert store.index(P).children[f"{P}:6"] == (
+    assert list(store.index(P).children[f"{P}:6"]) == (
         [f"{P}:7", f"{child}:8"] if order == "parent-first" else [f"{child}:8", f"{P}:7"]
     )
     assert store.node(f"{child}:8").metadata["transcript_session"] == child
