@@ -1,7 +1,7 @@
 """Run every benchmark in turn, sharing one scratch directory, and collect their JSON.
 
-``python benchmarks/run_all.py --quick`` finishes in a few minutes at most (each script under a minute
-on an idle machine); without ``--quick`` it runs the full sizes (1e6-node sessions, 1e5-entry
+``python benchmarks/run_all.py --quick`` finishes in under 30 s on two cores (the test suite runs it);
+without ``--quick`` it runs the full sizes (1e6-node sessions, 1e5-entry
 transcripts) and takes several minutes. ``--json PATH`` writes one file holding every script's
 results, the targets table and the machine; ``--only index,pending`` runs a subset.
 """
