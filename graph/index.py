@@ -404,62 +404,62 @@ class IndexView(IndexQueries):
     no way to change it: the maps are read-only proxies. Every walk of :mod:`graph.walks` accepts it.
     """
 
-    __slots__ = ("_index",)
+    __slots__ = ("_live",)
 
     def __init__(self, index: SessionIndex) -> None:
-        self._index = index
+        self._live = index
 
     @property
     def session_id(self) -> str:
         """The session."""
-        return self._index.session_id
+        return self._live.session_id
 
     @property
     def head(self) -> str | None:
         """The stored head, or None."""
-        return self._index.head
+        return self._live.head
 
     @property
     def rev(self) -> int:
         """The session's change counter when the index was last brought up to date."""
-        return self._index.rev
+        return self._live.rev
 
     @property
     def rewound(self) -> int:
         """How many nodes are stamped rewound."""
-        return self._index.rewound
+        return self._live.rewound
 
     @property
     def pred(self) -> Mapping[str, str | None]:
         """Node id -> predecessor id (None for roots), in insertion order (a topological order)."""
-        return MappingProxyType(self._index.pred)
+        return MappingProxyType(self._live.pred)
 
     @property
     def bits(self) -> Mapping[str, int]:  # type: ignore[override]
         """Node id -> packed kind, role and flags; ask :class:`IndexQueries` rather than decode them."""
-        return MappingProxyType(self._index.bits)
+        return MappingProxyType(self._live.bits)
 
     @property
     def covers(self) -> Mapping[str, tuple[str, ...]]:  # type: ignore[override]
         """Summary id -> covered ids, oldest first."""
-        return MappingProxyType(self._index.covers)
+        return MappingProxyType(self._live.covers)
 
     @property
     def marks(self) -> Mapping[tuple[str, str], Set[str]]:  # type: ignore[override]
         """(provider, value) -> ids of the nodes carrying that marker."""
-        return _MarksView(self._index.marks)
+        return _MarksView(self._live.marks)
 
     @property
     def children(self) -> Mapping[str, tuple[str, ...]]:
         """Node id -> child ids in insertion order."""
-        return _ChildrenView(self._index.children)
+        return _ChildrenView(self._live.children)
 
     def __len__(self) -> int:
-        return len(self._index)
+        return len(self._live)
 
     def effective_pred(self, node_id: str) -> str | None:
         """The node before ``node_id`` on the walked path (see :meth:`SessionIndex.effective_pred`)."""
-        return self._index.effective_pred(node_id)
+        return self._live.effective_pred(node_id)
 
     def __repr__(self) -> str:
         return f"IndexView({self.session_id!r}, {len(self)} nodes, head={self.head!r})"

@@ -325,7 +325,7 @@ class History:
         gaps = [g for g in store.verify_markers(sid, c.provider) if g.value == c.value]
         assert not gaps, f"verify_markers found gaps: {gaps}"
         idx = store.index(sid)
-        models: dict[str, Node] = {m.id: m for m in store.nodes(sid, list(idx.pred))}
+        models: dict[str, Node] = {m.id: m for m in store.nodes(sid)}
         clean: dict[str, bool] = {}  # every eligible node from the root to here is marked
 
         def is_clean(n: str | None) -> bool:
@@ -539,16 +539,12 @@ class Copy(Op):
         """Copy, check, consume the copy with a new value, check again; the copy is then dropped."""
         src, sid = h.store, h.sessions[0]
         idx = src.index(sid)
-        nodes = src.nodes(sid, list(idx.pred))
+        nodes = src.nodes(sid)
         dst = h.store_factory()
         try:
             dst.create_session("copy", id=sid)
             dst.add_nodes(sid, list(reversed(nodes)), head=idx.head)  # children before parents
-            for n in nodes:
-                if n.rewound and n.predecessor is not None:
-                    dst.set_head(sid, n.id)
-                    dst.rewind(sid, n.predecessor)
-            dst.set_head(sid, idx.head)
+            dst.stamp_rewound(sid, [n.id for n in nodes if n.rewound])
             for c in h.consumers:
                 if c.cursor == "marker":
                     ids = [n.id for n in nodes if n.is_written(c.provider, c.value)]

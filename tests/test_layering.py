@@ -1,0 +1,148 @@
+"""Leaks the store's layering forbids, each its own test, and the packages' public names.
+
+* the index's bit layout is decoded only by ``graph/index.py`` (and the walks over it, which use its
+  named constants), everything else asks the index;
+* the persistence primitives (``_db_*``) and the store's own mutable index (``_index``) are touched only
+  by the store modules;
+* nobody asks whether a session exists by catching ``UnknownSessionError`` (``has_session``);
+* ``graph/store.py`` does not import ``graph/views.py`` (which names the store only for types);
+* the graph CLI registers its own commands directly, not through its entry-point group;
+* every public name of ``graph`` and ``memory`` is still exported (names are added, never removed).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = sorted(p for pkg in ("graph", "memory") for p in (ROOT / pkg).rglob("*.py"))
+STORE_MODULES = {"graph/store.py", "graph/sqlite_store.py", "graph/memory_store.py"}
+BIT_CONSTANTS = {"KIND_MASK", "ROLE_MASK", "EMPTY", "SCHEDULED", "SIBLING", "REWOUND"}
+BIT_READERS = {"graph/index.py", "graph/walks.py"}
+HAND_DECODING = re.compile(
+    r"(?:&|>>|<<)\s*(?:0b[01]+|\d+)\b|\b_SUMMARY\s*=\s*\d|\b_MESSAGE\s*=\s*\d"
+)
+
+
+def rel(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(), filename=str(path))
+
+
+def test_bit_layout_is_decoded_only_by_the_index() -> None:
+    leaks = []
+    for path in SOURCES:
+        if rel(path) in BIT_READERS:
+            continue
+        for n in ast.walk(tree(path)):
+            if isinstance(n, ast.ImportFrom) and n.module == "graph.index":
+                leaks += [
+                    f"{rel(path)} imports {a.name}" for a in n.names if a.name in BIT_CONSTANTS
+                ]
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#")[0]
+            if HAND_DECODING.search(code) and "bits" in code.lower():
+                leaks.append(f"{rel(path)}:{i}: {line.strip()}")
+    assert leaks == []
+
+
+def test_persistence_primitives_and_the_mutable_index_stay_in_the_stores() -> None:
+    leaks = [
+        f"{rel(path)}:{n.lineno}: .{n.attr}"
+        for path in SOURCES
+        if rel(path) not in STORE_MODULES
+        for n in ast.walk(tree(path))
+        if isinstance(n, ast.Attribute) and (n.attr.startswith("_db_") or n.attr == "_index")
+    ]
+    assert leaks == []
+
+
+def _calls(node: ast.AST, names: set[str]) -> bool:
+    return any(
+        isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in names
+        for c in ast.walk(node)
+    )
+
+
+def test_nobody_asks_for_a_session_by_catching_unknown_session_error() -> None:
+    leaks = []
+    for path in SOURCES:
+        for n in ast.walk(tree(path)):
+            if not isinstance(n, ast.Try) or len(n.body) != 1:
+                continue
+            if not isinstance(n.body[0], ast.Expr | ast.Assign | ast.Return):
+                continue  # a block of work whose failure is translated, not an existence question
+            for h in n.handlers:
+                caught = ast.unparse(h.type) if h.type is not None else ""
+                if "UnknownSessionError" in caught and _calls(n.body[0], {"session", "index"}):
+                    leaks.append(f"{rel(path)}:{n.lineno}")
+    assert leaks == []
+
+
+def _imports(path: Path) -> set[str]:
+    out = set()
+    for n in ast.walk(tree(path)):
+        if isinstance(n, ast.Import):
+            out |= {a.name for a in n.names}
+        elif isinstance(n, ast.ImportFrom) and n.module:
+            out.add(n.module)
+    return out
+
+
+def test_the_store_does_not_import_its_views() -> None:
+    assert "graph.views" not in _imports(ROOT / "graph" / "store.py")
+    from graph.store import BaseStore
+
+    assert not hasattr(
+        BaseStore, "to_networkx"
+    )  # the free function graph.views.to_networkx is the API
+
+
+def test_the_graph_cli_registers_its_own_commands_without_entry_points(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import graph.cli
+
+    monkeypatch.setattr(graph.cli, "entry_points", lambda group: [])
+    monkeypatch.setattr(sys, "argv", ["sessiongraph", "--help"])
+    with pytest.raises(SystemExit):
+        graph.cli.main()
+    names = {c.name for c in graph.cli.app.registered_commands}
+    assert {"import", "export"} <= names
+    group = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
+    assert "graph.importers.cli:register" not in group["sessiongraph.cli"].values()
+
+
+PUBLIC = {
+    "graph": """BaseStore Block CodecError Content CoverageError CycleError DuplicateNodeError
+        DuplicateSessionError Eligibility Eligible ForeignPredecessorError GraphError HEAD
+        HeadConflictError ImageBlock InvalidWriteError Kind MEMORY_ELIGIBLE MarkerGap MarkerGapError
+        MemorySessionStore Node NodeId NodeInfo NotFoundError NotOnBranchError Role SchemaVersionError
+        Session SessionId SessionStats SessionStore StoreError TextBlock ToolCallBlock ToolResultBlock
+        UnknownNodeError UnknownPredecessorError UnknownSessionError new_id""",
+    "memory": """ChangeSet Citation CreateRecord DeleteRecord Destination DigestWriter FailureReason
+        IdleWatcher LocalMemory MemoryLayerError MemoryProvider MemoryWorkspace ModelWriter
+        MoveRecords PROVIDER Record RejectedError Rejection RewriteTopic SearchHit
+        SearchIndexMissingError Source SourceRef TopicRecord UpdateRecord WorkspaceBusyError
+        WorkspaceStoreError WriteFailure WritePipeline WriteRequest Writer WriterUnavailableError
+        approx_tokens parse_changes run_session split_batches wrap_context""",
+}
+"""The public names each package exported before this layout work; new names may be added."""
+
+
+@pytest.mark.parametrize("package", sorted(PUBLIC))
+def test_every_public_name_is_still_exported(package: str) -> None:
+    mod = importlib.import_module(package)
+    missing = set(PUBLIC[package].split()) - set(mod.__all__)
+    assert missing == set()
+    assert all(hasattr(mod, name) for name in PUBLIC[package].split())
