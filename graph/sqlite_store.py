@@ -1,4 +1,4 @@
-"""The SQLite store of record (DESIGN.md 3): one file in WAL mode, or ``":memory:"``.
+"""The SQLite store of record: one file in WAL mode, or ``":memory:"``.
 
 Durability: WAL with ``synchronous=NORMAL``: a commit survives a crash of the process, not a loss of
 power. Schema, indexes and migrations go through sqlite-utils; the hot append, marker and refresh paths

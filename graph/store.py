@@ -1,5 +1,6 @@
-"""The session store: every operation of DESIGN.md section 3, over a small persistence layer.
+"""The session store: every session operation, over a small persistence layer.
 
+Sessions, appends, forks, head moves, rewinds, compaction, spawns, markers and pending.
 :class:`BaseStore` holds the operations and their validation once. Its two persistence twins,
 :class:`graph.sqlite_store.SessionStore` (the SQLite store of record) and
 :class:`graph.memory_store.MemorySessionStore` (plain dicts, for tests and embedding), implement a
@@ -66,8 +67,8 @@ __all__ = ["HEAD", "BaseStore", "NodeRow", "SessionStats", "paused_gc"]
 def paused_gc(pause: bool = True) -> Iterator[None]:
     """Pause Python's cyclic garbage collector for a bulk load; re-enable it afterwards.
 
-    DESIGN.md 7: above 1e5 nodes the collector costs 1.2-2.4x on bulk loads, because every
-    collection scans all the objects the load keeps alive. Nests; re-enabled on an exception too.
+    Above 1e5 nodes the collector costs 1.2-2.4x on bulk loads, because every collection scans all
+    the objects the load keeps alive. Nests; re-enabled on an exception too.
     """
     if not pause or not gc.isenabled():
         yield
@@ -178,7 +179,11 @@ def _same(a: NodeRow, b: NodeRow) -> str | None:
 
 
 class BaseStore(ABC):
-    """Sessions as predecessor-linked node DAGs, with heads, markers and pending (DESIGN.md 3-4).
+    """Sessions as predecessor-linked node DAGs, with heads, markers and pending.
+
+    A consumer (a *provider*, such as ``memory``, with a *value*, such as its workspace id) marks the
+    nodes it has written; :meth:`pending` walks back from a head to the newest such marker. Markers are
+    kept per (provider, value): any number of consumers read one store independently.
 
     Not thread-safe: use one store object per thread (several objects, and processes, may share one
     SQLite file). Each store caches one :class:`~graph.index.SessionIndex` per session it has read and
@@ -403,7 +408,7 @@ class BaseStore(ABC):
         metadata: Mapping[str, Any] | None = None,
         created_at: datetime | None = None,
     ) -> Session:
-        """Create a sub-agent session whose root links back to ``from_node`` (DESIGN.md 2: spawn).
+        """Create a sub-agent session whose root links back to ``from_node``.
 
         The link is stored both ways: :attr:`Session.spawned_from` on the child and :meth:`spawns` on
         the parent.
@@ -657,7 +662,7 @@ class BaseStore(ABC):
     def rewind(self, session_id: str, to: str) -> list[NodeId]:
         """Move the head back to ``to`` and stamp every node after it on the old branch rewound.
 
-        Nothing is deleted; ``updated_at`` does not change (DESIGN.md 2: rewind).
+        Nothing is deleted; ``updated_at`` does not change.
 
         Returns:
             The ids stamped, oldest first.
@@ -732,7 +737,7 @@ class BaseStore(ABC):
             content: The summary text.
             layout: ``"inline"``: the summary follows the head, whose branch holds the span (Claude
                 Code, pi, Codex); ``"sibling"``: the summary takes the span's place beside it, its
-                predecessor being the first covered node's (OpenProgram). DESIGN.md 2.
+                predecessor being the first covered node's (OpenProgram).
 
         Raises:
             CoverageError: the span is empty, broken, or not where the layout needs it.
@@ -876,7 +881,7 @@ class BaseStore(ABC):
         return None
 
     def context(self, session_id: str, head: str | None = None) -> list[Node]:
-        """Return the model-visible context of ``head``, root first (DESIGN.md 3).
+        """Return the model-visible context of ``head``, root first.
 
         It is the branch with each covered span replaced by its latest summary.
 
@@ -929,7 +934,7 @@ class BaseStore(ABC):
         """Return the eligible nodes of ``head``'s branch that ``provider`` has not written, oldest first.
 
         The walk goes back from the head (the stored head by default), steps over ineligible nodes and
-        stops at the first eligible node carrying ``written[provider] == value`` (DESIGN.md 4). A marker
+        stops at the first eligible node carrying ``written[provider] == value``. A marker
         with another value (another workspace, a reset) is not a marker for this consumer. Compaction
         summaries are never pending while their covered nodes exist; a sibling-layout summary on the
         path yields the covered nodes not yet written instead.
@@ -980,7 +985,7 @@ class BaseStore(ABC):
     ) -> int:
         """Write ``written[provider] = value`` on exactly these nodes, in one transaction.
 
-        The prefix rule is kept (DESIGN.md 4): if any marked eligible node would have an unmarked
+        The prefix rule is kept: if any marked eligible node would have an unmarked
         eligible node above it on its branch, nothing is written. ``updated_at`` does not change.
 
         Returns:

@@ -12,10 +12,12 @@ session-boundary pass over every live tip); a crash between "written" and "marke
 Operations refer to nodes and tips by small integers taken modulo what exists, so every operation
 applies to every history and hypothesis shrinks towards short, low-numbered programs.
 
-After each operation :meth:`History.check` asserts the properties of DESIGN.md section 4 against the
-id-set oracle (:class:`graph.cursors.IdSetCursor`); an :class:`AssertionError` says which one broke.
-With ``cursor="ordinal"`` the consumers use the seed's ordinal cursor instead of markers, and
-hypothesis finds a history where it goes wrong (``tests/test_properties.py`` shows the shortest).
+After each operation :meth:`History.check` asserts the marker properties (pending is exactly the
+unwritten eligible nodes of a branch, markers form a prefix of every branch, nothing is handed out
+twice) against the id-set oracle (:class:`graph.cursors.IdSetCursor`); an :class:`AssertionError`
+says which one broke. With ``cursor="ordinal"`` the consumers use an ordinal cursor (a count of turns
+written) instead of markers, and hypothesis finds a history where it goes wrong
+(``tests/test_properties.py`` shows the shortest).
 
 Use it as a program strategy::
 
@@ -293,7 +295,7 @@ class History:
     # ------------------------------------------------------------------------------ properties
 
     def check(self) -> None:
-        """Assert every property of DESIGN.md section 4 on every session, for every consumer.
+        """Assert every marker property on every session, for every consumer.
 
         Raises:
             AssertionError: a property does not hold; the message says which.
