@@ -12,6 +12,8 @@ directory (platformdirs).
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterable
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Annotated, Any
@@ -25,6 +27,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from graph.errors import GraphError, UnknownSessionError
+from graph.ids import NodeId
 from graph.models import Node, Session
 from graph.sqlite_store import SessionStore
 from graph.store import BaseStore
@@ -119,7 +122,7 @@ def sessions(
     store = open_store(ctx)
     rows = store.sessions(limit)
     if json:
-        _dump([s.model_dump(mode="json") | {"nodes": len(store.index(s.id))} for s in rows])
+        _dump([s.model_dump(mode="json") | {"nodes": store.node_count(s.id)} for s in rows])
         return
     table = Table("session", "title", "updated", "nodes", "tips", "spawned from")
     for s in rows:
@@ -230,24 +233,33 @@ def pending(
     """Show the turns PROVIDER has not written yet (walking back from the head to its newest marker)."""
     store = open_store(ctx)
     s = resolve_session(store, session)
+    # One tip at a time, its nodes read in chunks: memory stays bounded on a 1e6-node session.
+    groups: Iterable[tuple[str | None, list[NodeId]]]
     if tips:
-        groups: list[tuple[str | None, list[Node]]] = list(
-            store.pending_by_tip(s.id, provider, value)
-        )
+        groups = store.pending_ids_by_tip(s.id, provider, value)
     else:
-        groups = [(head or s.head, store.pending(s.id, provider, value, head=head))]
+        groups = [(head or s.head, store.pending_ids(s.id, provider, value, head=head))]
     if json:
-        _dump([{"tip": t, "pending": [node_json(n) for n in ns]} for t, ns in groups])
+        out = sys.stdout
+        out.write("[")
+        for g, (tip, ids) in enumerate(groups):
+            out.write(
+                ("," if g else "") + '\n{"tip": ' + orjson.dumps(tip).decode() + ', "pending": ['
+            )
+            for i, n in enumerate(store.iter_nodes(s.id, ids)):
+                out.write(("," if i else "") + "\n" + orjson.dumps(node_json(n)).decode())
+            out.write("]}")
+        out.write("\n]\n")
         return
-    for tip, ns in groups:
+    for tip, ids in groups:
         table = Table(title=f"pending for {provider}={value} at {tip}", title_justify="left")
         table.add_column("#", justify="right")
         for col in ("node", "role", "text"):
             table.add_column(col)
-        for i, n in enumerate(ns, 1):
+        for i, n in enumerate(store.iter_nodes(s.id, ids), 1):
             table.add_row(str(i), n.id, n.role.value, escape(_preview(n, 80)))
         console.print(table)
-        console.print(f"{len(ns)} pending")
+        console.print(f"{len(ids)} pending")
 
 
 @app.command()

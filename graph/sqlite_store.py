@@ -34,11 +34,12 @@ from graph.errors import (
     SchemaVersionError,
     StoreBusyError,
     StoreError,
+    UnknownNodeError,
     UnknownSessionError,
 )
 from graph.ids import NodeId, SessionId
-from graph.index import SessionIndex, is_summary_bits
-from graph.models import Session, from_micros, to_micros
+from graph.index import SessionIndex, is_summary_bits, kind_of_bits
+from graph.models import Kind, Session, from_micros, to_micros
 from graph.store import BaseStore, NodeRow, paused_gc
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SessionStore"]
@@ -467,6 +468,42 @@ class SessionStore(BaseStore):
         with _translated():
             row = self.conn.execute("SELECT 1 FROM sessions WHERE id=?", (session_id,)).fetchone()
         return row is not None
+
+    def _db_latest_message(self, session_id: str, head: str | None) -> NodeId | None:
+        """Walk the stored rows back from the head (a recursive query, stopped at the first message)."""
+        with _translated():
+            row = self.conn.execute(
+                "SELECT head FROM sessions WHERE id=?", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise UnknownSessionError(session_id)
+            start = row[0] if head is None else head
+            if start is None:
+                return None
+            found = False
+            for nid, bits, rewound in self.conn.execute(
+                "WITH RECURSIVE up(id, predecessor, bits) AS ("
+                " SELECT id, predecessor, bits FROM nodes WHERE id=? AND session_id=?"
+                " UNION ALL"
+                " SELECT n.id, n.predecessor, n.bits FROM nodes n JOIN up ON n.id = up.predecessor)"
+                " SELECT id, bits, EXISTS (SELECT 1 FROM rewound r WHERE r.node_id = up.id) FROM up",
+                (start, session_id),
+            ):
+                found = True
+                if kind_of_bits(bits) is Kind.MESSAGE and not rewound:
+                    return NodeId(nid)
+            if not found:
+                raise UnknownNodeError(start, session_id)
+        return None
+
+    def _db_node_count(self, session_id: str) -> int:
+        with _translated():
+            if not self._db_has_session(session_id):
+                raise UnknownSessionError(session_id)
+            (n,) = self.conn.execute(
+                "SELECT count(*) FROM nodes WHERE session_id=?", (session_id,)
+            ).fetchone()
+        return int(n)
 
     def _db_locate(self, ids: Sequence[str]) -> dict[str, str]:
         out: dict[str, str] = {}

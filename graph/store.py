@@ -261,6 +261,20 @@ class BaseStore(ABC):
             return False
         return True
 
+    def _db_latest_message(self, session_id: str, head: str | None) -> NodeId | None:
+        """:meth:`latest_message_id` for a backend (by default over the index)."""
+        idx = self._index(session_id)
+        n = self._head(idx, head)
+        while n is not None:
+            if idx.is_live_message(n):
+                return NodeId(n)
+            n = idx.pred[n]
+        return None
+
+    def _db_node_count(self, session_id: str) -> int:
+        """How many nodes the session holds (backends may count without building the index)."""
+        return len(self._index(session_id))
+
     def _db_locate(self, ids: Sequence[str]) -> dict[str, str]:
         """Node id -> session id for those ``ids`` that exist (backends may skip the payloads)."""
         return {i: r.session_id for i, r in self._db_rows(ids).items()}
@@ -292,9 +306,7 @@ class BaseStore(ABC):
 
     def _index(self, session_id: str) -> SessionIndex:
         """The store's own cached, mutable index of the session, refreshed (see :meth:`index`)."""
-        if self._db_changed():
-            for idx in self._cache.values():
-                idx.stale = True
+        self._note_changes()
         cached = self._cache.get(session_id)
         if cached is None:
             idx = SessionIndex(session_id)
@@ -316,6 +328,12 @@ class BaseStore(ABC):
         self._db_catch_up(idx)
         self._cache[session_id] = idx
         return IndexView(idx)
+
+    def _note_changes(self) -> None:
+        """Mark every cached index stale if anyone else may have written since the last check."""
+        if self._db_changed():
+            for idx in self._cache.values():
+                idx.stale = True
 
     def _forget(self) -> None:
         """Drop every cached index (after a rollback)."""
@@ -829,6 +847,39 @@ class BaseStore(ABC):
                 raise UnknownNodeError(i, session_id)
         return self._read_nodes(idx, ids)
 
+    def iter_nodes(
+        self, session_id: str, ids: Sequence[str] | None = None, *, chunk: int = 500
+    ) -> Iterator[Node]:
+        """Yield the nodes of :meth:`nodes`, reading ``chunk`` of them at a time.
+
+        Memory stays bounded by ``chunk`` models whatever the number of ids (a 1e6-node pending list
+        printed as it is read). Ids are checked when their chunk is read.
+
+        Raises:
+            UnknownSessionError: no such session.
+            UnknownNodeError: an id is not a node of the session.
+        """
+        idx = self._index(session_id)
+        todo: Sequence[str] = list(idx.pred) if ids is None else ids
+        for i in range(0, len(todo), chunk):
+            part = todo[i : i + chunk]
+            for n in part:
+                if n not in idx.pred:
+                    raise UnknownNodeError(n, session_id)
+            yield from self._read_nodes(idx, part)
+
+    def node_count(self, session_id: str) -> int:
+        """How many nodes the session holds; counted by the backend when no index is cached.
+
+        Raises:
+            UnknownSessionError: no such session.
+        """
+        self._note_changes()
+        cached = self._cache.get(session_id)
+        if cached is not None and not cached.stale:
+            return len(cached)
+        return self._db_node_count(session_id)
+
     def _head(self, idx: SessionIndex, head: str | None) -> str | None:
         if head is None:
             return idx.head
@@ -869,9 +920,16 @@ class BaseStore(ABC):
     def latest_message_id(self, session_id: str, head: str | None = None) -> NodeId | None:
         """Return the id of the newest message on ``head``'s branch, or None; walks back from the head.
 
+        Without a cached index the backend walks its stored rows back from the head, so the cost is
+        the distance to that message, not the session's size.
+
         Raises:
             UnknownSessionError, UnknownNodeError.
         """
+        self._note_changes()
+        cached = self._cache.get(session_id)
+        if cached is None or cached.stale:
+            return self._db_latest_message(session_id, head)
         idx = self._index(session_id)
         n = self._head(idx, head)
         while n is not None:
@@ -974,6 +1032,27 @@ class BaseStore(ABC):
             got = self.pending(session_id, provider, value, head=tip, eligible=eligible)
             if got:
                 yield NodeId(tip), got
+
+    def pending_ids_by_tip(
+        self,
+        session_id: str,
+        provider: str,
+        value: str,
+        eligible: Eligibility = MEMORY_ELIGIBLE,
+    ) -> Iterator[tuple[NodeId, list[NodeId]]]:
+        """Yield what :meth:`pending_by_tip` yields, as ids (no payload read, memory per tip only).
+
+        Read a tip's nodes with :meth:`iter_nodes` to keep memory bounded on long sessions.
+        """
+        idx = self._index(session_id)
+        tips = [t for t in walks.live_tips(idx) if t != idx.head]
+        if idx.head is not None:
+            tips.insert(0, idx.head)
+        for tip in tips:
+            idx = self._index(session_id)
+            got = walks.walk_pending(idx, tip, provider, value, eligible).ids
+            if got:
+                yield NodeId(tip), got  # type: ignore[misc]
 
     def mark(
         self,

@@ -72,8 +72,10 @@ __all__ = [
     "test_get_branch_and_unknown_ids",
     "test_has_session_and_locate",
     "test_identical_reappend_is_a_no_op",
+    "test_iter_nodes_and_node_count",
     "test_markers_of_two_handles_stay_apart",
     "test_nodes_without_ids_are_every_node_predecessors_first",
+    "test_pending_ids_by_tip_matches_pending_by_tip",
     "test_rejected_writes_raise_typed_errors_and_change_nothing",
     "test_sessions_most_recently_updated_first",
     "test_set_head_compare_and_swap",
@@ -534,3 +536,29 @@ def test_a_commit_is_visible_to_another_handle(store: BaseStore, store_handles: 
     store.mark(sid, ["m1"], "memory", "w")
     assert [n.id for n in reader.branch(sid)] == ["m1", "m2", "m3"]
     assert reader.node("m1").written == {"memory": ("w",)}
+
+
+def test_iter_nodes_and_node_count(store: BaseStore) -> None:
+    """Iter nodes streams what nodes returns, chunk by chunk; node count counts the session."""
+    sid = build(store, chain("m", 1, 7))
+    assert [n.id for n in store.iter_nodes(sid, chunk=3)] == [n.id for n in store.nodes(sid)]
+    assert [n.id for n in store.iter_nodes(sid, ["m5", "m1"], chunk=1)] == ["m5", "m1"]
+    assert store.node_count(sid) == 7
+    with pytest.raises(UnknownNodeError):
+        list(store.iter_nodes(sid, ["m1", "ghost"]))
+    with pytest.raises(UnknownSessionError):
+        store.node_count("nope")
+
+
+def test_pending_ids_by_tip_matches_pending_by_tip(store: BaseStore) -> None:
+    """Pending ids by tip yields the ids of pending by tip, head first, marking between tips."""
+    sid = build(store, "m1-m2-m3; m2-b1-b2", head="m3")
+    store.mark(sid, ["m1"], "memory", "w")
+    want = [(t, [n.id for n in ns]) for t, ns in store.pending_by_tip(sid, "memory", "w")]
+    assert list(store.pending_ids_by_tip(sid, "memory", "w")) == want
+    assert want[0][0] == "m3"
+    seen = []
+    for tip, ids in store.pending_ids_by_tip(sid, "memory", "w"):
+        seen.append((tip, ids))
+        store.mark(sid, ids, "memory", "w")
+    assert seen == [("m3", ["m2", "m3"]), ("b2", ["b1", "b2"])]  # the shared m2 is handed out once

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from builder import build, chain
 
-from graph import SchemaVersionError, SessionStore, StoreBusyError, StoreError
+from graph import SchemaVersionError, SessionStore, StoreBusyError, StoreError, UnknownNodeError
 from graph.sqlite_store import MIGRATIONS, SCHEMA_VERSION
 
 V1 = Path(__file__).parent / "fixtures" / "store" / "v1.db"
@@ -219,3 +219,55 @@ def test_the_callers_own_transaction_is_never_committed(tmp_path: Path) -> None:
     st.conn.execute("ROLLBACK")
     st._forget()
     assert [n.id for n in st.branch(sid)] == ["m1"]
+
+
+def test_latest_message_and_node_count_read_rows_without_building_the_index(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    st = SessionStore(db)
+    sid = build(st, chain("m", 1, 6))
+    st.set_head(sid, "m6")
+    st.append(sid, "progress", role="system", kind="event", id="e1")
+    st.rewind(sid, "m4")
+    st.append(sid, "after the rewind", role="system", kind="event", id="e2")
+    st.close()
+    fresh = SessionStore(db)
+    assert fresh.latest_message_id(sid) == "m4"  # e2 is an event; m5, m6 are rewound
+    assert fresh.latest_message_id(sid, head="e1") == "m4"  # rewound messages are on no branch
+    assert fresh.node_count(sid) == 8
+    assert fresh._cache == {}  # nothing built the session's index
+    with pytest.raises(UnknownNodeError):
+        fresh.latest_message_id(sid, head="ghost")
+    assert fresh.latest_message_id(sid) == fresh._db_latest_message(sid, None)
+    fresh.index(sid)  # with an index cached, the same answers come from it
+    assert (fresh.latest_message_id(sid), fresh.node_count(sid)) == ("m4", 8)
+
+
+def test_pending_tips_in_the_cli_reads_nodes_in_bounded_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from graph.cli import app
+    from graph.store import BaseStore
+
+    db = tmp_path / "s.db"
+    st = SessionStore(db)
+    sid = build(st, chain("m", 1, 1_200) + "; m600-" + chain("f", 1, 700))
+    st.close()
+    sizes: list[int] = []
+    real = BaseStore._read_nodes
+
+    def counting(self: BaseStore, idx: object, ids: list[str]) -> object:
+        sizes.append(len(ids))
+        return real(self, idx, ids)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(BaseStore, "_read_nodes", counting)
+    r = CliRunner().invoke(app, ["--db", str(db), "pending", sid, "--tips", "--json"])
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.output)
+    assert [g["tip"] for g in got] == ["f700", "m1200"]
+    assert [len(g["pending"]) for g in got] == [1_300, 1_200]
+    assert got[0]["pending"][0]["id"] == "m1" and got[0]["pending"][-1]["id"] == "f700"
+    assert sizes and max(sizes) <= 500
