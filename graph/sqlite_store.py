@@ -496,6 +496,29 @@ class SessionStore(BaseStore):
                 raise UnknownNodeError(start, session_id)
         return None
 
+    def _db_node_extras(
+        self, session_id: str, ids: Sequence[str]
+    ) -> tuple[dict[str, dict[str, tuple[str, ...]]], set[str]]:
+        found: dict[str, dict[str, list[str]]] = {}
+        rewound: set[str] = set()
+        with _translated():
+            for chunk in _chunks(ids):
+                marks = ",".join("?" * len(chunk))
+                for nid, provider, value in self.conn.execute(
+                    f"SELECT node_id, provider, value FROM marks WHERE node_id IN ({marks})", chunk
+                ):
+                    found.setdefault(nid, {}).setdefault(provider, []).append(value)
+                rewound.update(
+                    r[0]
+                    for r in self.conn.execute(
+                        f"SELECT node_id FROM rewound WHERE node_id IN ({marks})", chunk
+                    )
+                )
+        written = {
+            n: {p: tuple(sorted(vs)) for p, vs in sorted(pm.items())} for n, pm in found.items()
+        }
+        return written, rewound
+
     def _db_node_count(self, session_id: str) -> int:
         with _translated():
             if not self._db_has_session(session_id):

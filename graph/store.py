@@ -136,6 +136,10 @@ def _construct_node(values: dict[str, Any]) -> Node:
     return node
 
 
+_DIRECT_READ = (
+    100  # nodes() of at most this many ids, with no index cached, reads rows, builds none
+)
+
 _GC_PAUSE_AT = 10_000  # add_nodes batches this large run with the cyclic GC paused
 
 _EMPTY_METADATA = encode({})  # most nodes carry none: encoding it costs a third of a row
@@ -270,6 +274,17 @@ class BaseStore(ABC):
                 return NodeId(n)
             n = idx.pred[n]
         return None
+
+    def _db_node_extras(
+        self, session_id: str, ids: Sequence[str]
+    ) -> tuple[dict[str, dict[str, tuple[str, ...]]], set[str]]:
+        """The markers (node -> provider -> values, sorted) and rewound stamps of these nodes.
+
+        Backends may read them without building the session's index; by default the index answers.
+        """
+        idx = self._index(session_id)
+        written = {i: w for i in ids if (w := idx.written(i))}
+        return written, {i for i in ids if idx.is_rewound(i)}
 
     def _db_node_count(self, session_id: str) -> int:
         """How many nodes the session holds (backends may count without building the index)."""
@@ -796,11 +811,16 @@ class BaseStore(ABC):
         return [self._model(rows[i], idx) for i in ids]
 
     def _model(self, row: NodeRow, idx: SessionIndex) -> Node:
-        meta = {} if row.metadata == _EMPTY_METADATA else decode(row.metadata)
         written = idx.written(row.id) if idx.marks else None
+        return self._build(row, written, row.id in idx.bits and idx.is_rewound(row.id))
+
+    def _build(
+        self, row: NodeRow, written: dict[str, tuple[str, ...]] | None, rewound: bool
+    ) -> Node:
+        meta = {} if row.metadata == _EMPTY_METADATA else decode(row.metadata)
         if written:
             meta["written"] = written
-        if row.id in idx.bits and idx.is_rewound(row.id):
+        if rewound:
             meta["rewound"] = True
         return _construct_node(
             {
@@ -816,6 +836,23 @@ class BaseStore(ABC):
             }
         )
 
+    def _fresh_cached(self, session_id: str) -> SessionIndex | None:
+        """The session's cached index if it is up to date, else None (nothing is built)."""
+        self._note_changes()
+        cached = self._cache.get(session_id)
+        return cached if cached is not None and not cached.stale else None
+
+    def _read_direct(self, session_id: str, ids: Sequence[str]) -> list[Node]:
+        """Read a few nodes by their rows, markers and stamps, without building the session's index."""
+        rows = self._db_rows(ids)
+        for i in ids:
+            if i not in rows or rows[i].session_id != session_id:
+                if not self._db_has_session(session_id):
+                    raise UnknownSessionError(session_id)
+                raise UnknownNodeError(i, session_id)
+        written, rewound = self._db_node_extras(session_id, ids)
+        return [self._build(rows[i], written.get(i), i in rewound) for i in ids]
+
     def node(self, node_id: str) -> Node:
         """Return one node, with its markers and rewound stamp in its metadata.
 
@@ -825,6 +862,8 @@ class BaseStore(ABC):
         row = self._db_rows([node_id]).get(node_id)
         if row is None:
             raise UnknownNodeError(node_id)
+        if self._fresh_cached(row.session_id) is None:
+            return self._read_direct(row.session_id, [node_id])[0]
         return self._model(row, self._index(row.session_id))
 
     def nodes(self, session_id: str, ids: Sequence[str] | None = None) -> list[Node]:
@@ -839,6 +878,8 @@ class BaseStore(ABC):
             UnknownSessionError: no such session.
             UnknownNodeError: an id is not a node of the session.
         """
+        if ids is not None and len(ids) <= _DIRECT_READ and self._fresh_cached(session_id) is None:
+            return self._read_direct(session_id, ids)
         idx = self._index(session_id)
         if ids is None:
             return self._read_nodes(idx, list(idx.pred))

@@ -76,6 +76,7 @@ __all__ = [
     "test_markers_of_two_handles_stay_apart",
     "test_nodes_without_ids_are_every_node_predecessors_first",
     "test_pending_ids_by_tip_matches_pending_by_tip",
+    "test_reads_of_a_few_nodes_on_another_handle_equal_the_writers",
     "test_rejected_writes_raise_typed_errors_and_change_nothing",
     "test_sessions_most_recently_updated_first",
     "test_set_head_compare_and_swap",
@@ -562,3 +563,25 @@ def test_pending_ids_by_tip_matches_pending_by_tip(store: BaseStore) -> None:
         seen.append((tip, ids))
         store.mark(sid, ids, "memory", "w")
     assert seen == [("m3", ["m2", "m3"]), ("b2", ["b1", "b2"])]  # the shared m2 is handed out once
+
+
+def test_reads_of_a_few_nodes_on_another_handle_equal_the_writers(
+    store: BaseStore, store_handles: Any
+) -> None:
+    """Reads of a few nodes on another handle (no index built there) equal the writer's reads."""
+    sid = build(store, "m1-m2-m3-m4; m2-b1", head="m4")
+    store.mark(sid, ["m1", "m2"], "memory", "ws-a")
+    store.mark(sid, ["m1"], "memory", "ws-b")
+    store.rewind(sid, "m3")
+    store.compact(sid, ["m1", "m2"], "sum", id="s1")
+    want = {n.id: n for n in store.nodes(sid)}
+    other = store_handles()
+    for nid, n in want.items():
+        assert other.node(nid) == n
+        assert other.nodes(sid, [nid]) == [n]
+    assert other.nodes(sid, ["m4", "m1"]) == [want["m4"], want["m1"]]
+    with pytest.raises(UnknownNodeError):
+        other.nodes(sid, ["m1", "ghost"])
+    with pytest.raises(UnknownSessionError):
+        other.nodes("nope", ["m1"])
+    assert other.latest_message_id(sid) == "m3"

@@ -234,6 +234,10 @@ def test_latest_message_and_node_count_read_rows_without_building_the_index(tmp_
     assert fresh.latest_message_id(sid) == "m4"  # e2 is an event; m5, m6 are rewound
     assert fresh.latest_message_id(sid, head="e1") == "m4"  # rewound messages are on no branch
     assert fresh.node_count(sid) == 8
+    assert fresh.node("m4").text == "m4" and fresh.nodes(sid, ["m5"])[0].rewound
+    from memory.lookup import latest_message
+
+    assert latest_message(fresh, sid).id == "m4"  # type: ignore[union-attr]
     assert fresh._cache == {}  # nothing built the session's index
     with pytest.raises(UnknownNodeError):
         fresh.latest_message_id(sid, head="ghost")
