@@ -574,7 +574,7 @@ def test_reads_of_a_few_nodes_on_another_handle_equal_the_writers(
     store.mark(sid, ["m1"], "memory", "ws-b")
     store.rewind(sid, "m3")
     store.compact(sid, ["m1", "m2"], "sum", id="s1")
-    want = {n.id: n for n in store.nodes(sid)}
+    want: dict[str, Node] = {n.id: n for n in store.nodes(sid)}
     other = store_handles()
     for nid, n in want.items():
         assert other.node(nid) == n
