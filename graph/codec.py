@@ -1,8 +1,8 @@
 """Payload codec: msgpack with a closed allow-list of types.
 
-Encoding is canonical: every map is written with its keys sorted, so equal data (dicts that differ
-only in key order included) always gives equal bytes, and the store can compare stored content by its
-bytes. A payload is a msgpack map ``{"v": FORMAT_VERSION, "d": data}``. Encoding accepts ``None``, ``bool``,
+Node content is encoded canonically: every map is written with its keys sorted, so equal content
+(dicts that differ only in key order included) always gives equal bytes, and the store compares stored
+content by its bytes. Metadata keeps its key order. A payload is a msgpack map ``{"v": FORMAT_VERSION, "d": data}``. Encoding accepts ``None``, ``bool``,
 ``int``, ``float``, ``str``, ``bytes``, lists, tuples and string-keyed dicts, plus the content blocks
 of :mod:`graph.models` (stored as their field maps). Decoding revives only those plain types and the
 content blocks, through their pydantic models: no msgpack extension type is accepted and nothing is
@@ -33,20 +33,26 @@ def _default(value: object) -> Any:
     raise CodecError(type(value).__name__, "not in the allow-list")
 
 
+_SCALARS = frozenset({str, int, float, bool, bytes, type(None)})
+
+
 def _canonical(value: Any) -> Any:
     """``value`` with every dict's keys in sorted order (models dumped to their field maps)."""
-    if isinstance(value, dict):
+    t = type(value)
+    if t is dict:
+        items = value.items()
         if len(value) > 1:
             try:
-                keys = sorted(value)
+                items = sorted(items)  # keys are unique: only they are ever compared
             except TypeError:
-                keys = list(value)  # mixed key types: msgpack's strict key check reports it
-            return {k: _canonical(value[k]) for k in keys}
-        return {k: _canonical(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_canonical(v) for v in value]
+                pass  # mixed key types: msgpack's strict key check reports it on decode
+        return {k: v if type(v) in _SCALARS else _canonical(v) for k, v in items}
+    if t is list or t is tuple:
+        return [v if type(v) in _SCALARS else _canonical(v) for v in value]
     if isinstance(value, BaseModel):
         return _canonical(value.model_dump(mode="python"))
+    if isinstance(value, dict):
+        return _canonical(dict(value))
     return value
 
 
@@ -54,15 +60,22 @@ def _no_ext(code: int, data: bytes) -> Any:
     raise CodecError(f"msgpack extension type {code}", "not in the allow-list")
 
 
-def encode(data: Any) -> bytes:
-    """Encode JSON-shaped ``data`` as a versioned msgpack payload, canonically (map keys sorted).
+def encode(data: Any, *, canonical: bool = False) -> bytes:
+    """Encode JSON-shaped ``data`` as a versioned msgpack payload.
+
+    Args:
+        data: The value.
+        canonical: Write every map with its keys sorted, so equal data always gives equal bytes
+            (node content is written so). Otherwise maps keep their order, which reads back.
 
     Raises:
         CodecError: ``data`` holds a value outside the allow-list (a datetime, a set, an object).
     """
     try:
         packed: bytes = msgpack.packb(
-            {"v": FORMAT_VERSION, "d": _canonical(data)}, default=_default, use_bin_type=True
+            {"v": FORMAT_VERSION, "d": _canonical(data) if canonical else data},
+            default=_default,
+            use_bin_type=True,
         )
         return packed
     except (TypeError, ValueError, OverflowError) as e:
@@ -98,7 +111,7 @@ def encode_content(content: Content) -> bytes:
     """
     if isinstance(content, str):
         return encode(content)
-    return encode([b.model_dump(mode="python") for b in content])
+    return encode([b.model_dump(mode="python") for b in content], canonical=True)
 
 
 def decode_content(payload: bytes) -> Content:

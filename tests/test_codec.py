@@ -63,7 +63,9 @@ def test_dicts_differing_only_in_key_order_encode_to_equal_bytes() -> None:
     a = {"b": 1, "a": {"y": [1, {"q": 2, "p": 3}], "x": None}}
     b = {"a": {"x": None, "y": [1, {"p": 3, "q": 2}]}, "b": 1}
     assert list(a) != list(b)
-    assert encode(a) == encode(b)
+    assert encode(a, canonical=True) == encode(b, canonical=True)
+    assert decode(encode(a, canonical=True)) == a
+    assert list(decode(encode(b))) == ["a", "b"] and list(decode(encode(a))) == ["b", "a"]
     ca = (ToolCallBlock(id="1", name="t", arguments={"b": 1, "a": {"d": 2, "c": 3}}),)
     cb = (ToolCallBlock(id="1", name="t", arguments={"a": {"c": 3, "d": 2}, "b": 1}),)
     assert encode_content(ca) == encode_content(cb)
