@@ -25,7 +25,7 @@ from graph.errors import (
     UnknownSessionError,
 )
 from graph.ids import NodeId, SessionId, new_id
-from graph.index import MEMORY_ELIGIBLE, Eligibility, Eligible, NodeInfo
+from graph.index import MEMORY_ELIGIBLE, Eligibility, Eligible, IndexView, NodeInfo
 from graph.memory_store import MemorySessionStore
 from graph.models import (
     Block,
@@ -60,6 +60,7 @@ __all__ = [
     "GraphError",
     "HeadConflictError",
     "ImageBlock",
+    "IndexView",
     "InvalidWriteError",
     "Kind",
     "MarkerGap",
