@@ -115,7 +115,7 @@ def test_pi_fork_keeps_both_branches_live(corpus: Path) -> None:
     store = MemorySessionStore()
     import_paths(store, [corpus / "pi/agentlogs-pi-branched.jsonl"])
     sid = "a9642bdf-2c10-4503-abb2-081990e56318"
-    fork = store.index(sid).children[f"{sid}/5b978642"]
+    fork = list(store.index(sid).children[f"{sid}/5b978642"])
     assert fork == [f"{sid}/e8682aa0", f"{sid}/b90647f9"]
     assert set(store.tips(sid)) == {f"{sid}/760dc598", f"{sid}/2bcf0b7d"}
     assert store.session(sid).metadata["header"]["version"] == 3
