@@ -115,3 +115,29 @@ def test_export_then_import_reproduces_generated_histories(ops: list[Op], tmp_pa
     target = MemorySessionStore()
     import_bundle(target, path)
     assert snapshot(target, sid) == snapshot(store, sid)
+
+
+def test_two_values_of_one_provider_travel_and_a_version_1_bundle_still_reads(
+    tmp_path: Path,
+) -> None:
+    source = MemorySessionStore()
+    claude_code.import_file(source, EXAMPLE)
+    owed = source.pending_ids(SID, "memory", "ws-a")
+    source.mark(SID, owed[:3], "memory", "ws-a")
+    source.mark(SID, owed[:1], "memory", "ws-b")
+    path = tmp_path / "s.sgbundle"
+    export_session(source, SID, path)
+    target = MemorySessionStore()
+    assert import_bundle(target, path).markers == 4
+    assert snapshot(target, SID) == snapshot(source, SID)
+    assert target.node(owed[0]).written == {"memory": ("ws-a", "ws-b")}
+    data = read_bundle(path)  # the same bundle as version 1 wrote it: one value per provider
+    data["version"] = 1
+    for rec in data["sessions"]:
+        rec["markers"] = {p: {n: vs[0] for n, vs in pm.items()} for p, pm in rec["markers"].items()}
+    old = tmp_path / "v1.sgbundle"
+    old.write_bytes(msgpack.packb(data, use_bin_type=True))
+    again = MemorySessionStore()
+    import_bundle(again, old)
+    assert again.pending_ids(SID, "memory", "ws-a") == source.pending_ids(SID, "memory", "ws-a")
+    assert again.node(owed[0]).written == {"memory": ("ws-a",)}
