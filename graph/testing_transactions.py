@@ -1,8 +1,8 @@
 """The transaction contract for any backend: every mutator alone, in transactions and savepoints.
 
 Each mutator runs alone, inside a committed transaction, inside a rolled-back one, and in a nested
-savepoint that rolls back. Run it with the fixtures of :mod:`graph.testing_contract` (a ``store_factory`` fixture supplied by the
-backend); see that module for how. A committed write must be visible to another handle onto the same
+savepoint that rolls back. It uses the ``store`` and ``store_handles`` fixtures of :mod:`graph.testing_contract` (exported here
+too), so a backend supplies only the ``store_factory`` fixture; see that module for how. A committed write must be visible to another handle onto the same
 storage, a rolled-back one must leave everything as it was, and the store must stay usable after it.
 """
 
@@ -14,10 +14,12 @@ from typing import Any
 import pytest
 
 from graph.store import BaseStore
-from graph.testing_contract import build, node, snapshot
+from graph.testing_contract import build, node, snapshot, store, store_handles
 
 __all__ = [
     "MUTATORS",
+    "store",
+    "store_handles",
     "test_mutator_alone",
     "test_mutator_inside_a_committed_transaction",
     "test_mutator_inside_a_rolled_back_transaction",

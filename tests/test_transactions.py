@@ -3,5 +3,4 @@ in-memory twin, through the ``store_factory`` fixture of ``conftest.py``."""
 
 from __future__ import annotations
 
-from graph.testing_contract import store, store_handles  # noqa: F401  (the contract's fixtures)
 from graph.testing_transactions import *  # noqa: F403
