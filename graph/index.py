@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from graph.models import Kind, Role
 
 __all__ = [
+    "ARTIFACT",
     "EMPTY",
     "KIND_MASK",
     "MEMORY_ELIGIBLE",
@@ -24,6 +25,7 @@ __all__ = [
     "Eligible",
     "NodeInfo",
     "SessionIndex",
+    "is_artifact",
     "node_bits",
 ]
 
@@ -45,11 +47,28 @@ SIBLING = 1 << 6
 REWOUND = 1 << 7
 """Bit 7, in the index only: the node is stamped rewound (the ``rewound`` table is the record)."""
 
+ARTIFACT = 1 << 8
+"""Bit 8: a node on an artifact fork (``metadata["artifact"]`` was true at append): a side branch a
+runtime's bookkeeping made (Claude Code's progress and hook entries, a parallel tool call's result),
+not a person. It is stored like any node but is never a live tip, and a fork whose other children are
+all artifacts is not counted as one. Test it with :func:`is_artifact`."""
+
 _SUMMARY = _KIND_CODE[Kind.SUMMARY]
 
 
+def is_artifact(bits: int) -> bool:
+    """Whether a node with these ``bits`` is on an artifact fork (:data:`ARTIFACT`)."""
+    return bool(bits & ARTIFACT)
+
+
 def node_bits(
-    kind: Kind, role: Role, *, empty: bool, scheduled: bool, sibling: bool = False
+    kind: Kind,
+    role: Role,
+    *,
+    empty: bool,
+    scheduled: bool,
+    sibling: bool = False,
+    artifact: bool = False,
 ) -> int:
     """Pack a node's kind, role and flags into the ``bits`` column."""
     return (
@@ -58,6 +77,7 @@ def node_bits(
         | (EMPTY if empty else 0)
         | (SCHEDULED if scheduled else 0)
         | (SIBLING if sibling else 0)
+        | (ARTIFACT if artifact else 0)
     )
 
 
@@ -89,6 +109,11 @@ class NodeInfo:
     def scheduled(self) -> bool:
         """Whether the node is a runtime-scheduled turn."""
         return bool(self.bits & SCHEDULED)
+
+    @property
+    def artifact(self) -> bool:
+        """Whether the node is on an artifact fork (see :data:`ARTIFACT`)."""
+        return is_artifact(self.bits)
 
     @property
     def rewound(self) -> bool:

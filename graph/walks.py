@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from graph.index import (
+    ARTIFACT,
     KIND_MASK,
     REWOUND,
     SIBLING,
@@ -28,6 +29,7 @@ __all__ = [
     "PendingWalk",
     "branch_ids",
     "context_ids",
+    "fork_count",
     "find_marker_gap",
     "is_ancestor",
     "live_tips",
@@ -227,15 +229,16 @@ def live_tips(index: SessionIndex) -> list[str]:
     """Return the live tips, newest first (DESIGN.md 2).
 
     A live tip is a message that is not rewound and has no live message below it: event nodes (progress
-    entries, snapshots) after a message do not hide it, and rewound nodes do not count as children.
-    One pass over the nodes in reverse insertion order.
+    entries, snapshots) after a message do not hide it, rewound nodes do not count as children, and
+    nodes on artifact forks (:data:`graph.index.ARTIFACT`) are neither tips nor hide one. One pass over
+    the nodes in reverse insertion order.
     """
     below: set[str] = set()
     tips: list[str] = []
     pred, bits = index.pred, index.bits
     for n in reversed(pred):
         b = bits[n]
-        live = b & KIND_MASK == _MESSAGE and not b & REWOUND
+        live = b & KIND_MASK == _MESSAGE and not b & (REWOUND | ARTIFACT)
         if live or n in below:
             if live and n not in below:
                 tips.append(n)
@@ -243,6 +246,16 @@ def live_tips(index: SessionIndex) -> list[str]:
             if p is not None:
                 below.add(p)
     return tips
+
+
+def fork_count(index: SessionIndex) -> int:
+    """How many nodes have two or more children that are not on artifact forks."""
+    bits = index.bits
+    count = 0
+    for kids in index.children.values():
+        if len(kids) > 1 and sum(1 for c in kids if not bits[c] & ARTIFACT) > 1:
+            count += 1
+    return count
 
 
 def context_ids(index: SessionIndex, head: str | None) -> list[str]:

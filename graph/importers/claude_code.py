@@ -99,13 +99,15 @@ class _Transcript:
         return self.path.stem
 
 
-def _read(path: Path, problems: LineProblems) -> _Transcript:
+def _read(path: Path, problems: LineProblems, report: FileReport) -> _Transcript:
     t = _Transcript(path)
     for line in read_jsonl(path, problems):
         uid = line.data.get("uuid")
         if isinstance(uid, str) and uid:
             if uid in t.entries:
                 t.duplicates += 1  # a replayed entry: the earliest copy is kept
+                first = t.entries[uid].number
+                report.dropped.append((line.number, uid, f"a replay of line {first}'s uuid"))
             else:
                 t.entries[uid] = line
         else:
@@ -236,7 +238,12 @@ def _event_text(data: Mapping[str, Any]) -> str:
 
 
 def _node(
-    sid: str, line: Line, predecessor: str | None, when: datetime, extra: Mapping[str, Any]
+    sid: str,
+    line: Line,
+    predecessor: str | None,
+    when: datetime,
+    extra: Mapping[str, Any],
+    node_id: str | None = None,
 ) -> Node:
     data = line.data
     meta: dict[str, Any] = {k: v for k, v in data.items() if k not in ("uuid", "parentUuid")}
@@ -268,7 +275,7 @@ def _node(
         else:
             role = Role.USER
     return Node(
-        id=data["uuid"],
+        id=node_id or data["uuid"],
         session_id=sid,
         predecessor=predecessor,
         kind=kind,
@@ -282,20 +289,208 @@ def _node(
 # ------------------------------------------------------------------------------------- graph
 
 
-def _preds(t: _Transcript, uuids: Sequence[str], known: Mapping[str, Any]) -> dict[str, Any]:
-    """Predecessor of each entry after the compaction relink, or ("dangling", parent)."""
+@dataclass
+class _Links:
+    """The predecessor of each entry of one session's import, after the repairs, in uuid space.
+
+    ``pred`` maps every imported uuid to its predecessor (None for a root); it is acyclic. ``extra``
+    holds the metadata each repair adds to a node (``dangling_parent``, ``cycle_parent``, ...).
+    """
+
+    pred: dict[str, str | None] = field(default_factory=dict)
+    extra: dict[str, dict[str, Any]] = field(default_factory=dict)
+    logical: set[str] = field(default_factory=set)
+
+
+def _is_boundary(data: Mapping[str, Any]) -> bool:
+    return data.get("type") == "system" and data.get("subtype") == "compact_boundary"
+
+
+def _link(
+    t: _Transcript,
+    uuids: Sequence[str],
+    known: Mapping[str, Any],
+    copied: Mapping[str, str],
+    report: FileReport,
+    outside: Mapping[str, Any] | None = None,
+) -> _Links:
+    """Resolve every entry's predecessor, repairing what would make the graph wrong or endless.
+
+    * ``parentUuid: null`` with a ``logicalParentUuid`` (a compaction boundary) links to the logical
+      parent when it is in the file or stored; one naming nothing is reported and stays a root.
+    * A preserved-segment compaction (``compactMetadata.preservedSegment``) is laid out as the runtime
+      reads it back: the kept head follows the summary, and the boundary follows the last replaced
+      entry (the head's recorded parent), so the summary covers exactly the replaced span.
+    * A self parent, or a link closing a cycle, is cut (the entry becomes a root, the recorded parent
+      kept as ``metadata["cycle_parent"]``) and reported with the ids and lines of the cycle.
+    * A parent in no file read and not stored is dangling (``metadata["dangling_parent"]``); one held
+      by another session as an identical copy makes a fork root (``metadata["forked_from"]``); one in
+      ``outside`` (a sub-agent's trunk session) is kept as ``metadata["parent_in_session"]``.
+
+    Every walk here is bounded by the number of entries.
+    """
     inside = set(uuids)
-    out: dict[str, Any] = {}
+    out = _Links()
+    pred, extra = out.pred, out.extra
+    lines = {u: t.entries[u].number for u in uuids}
+
+    def stored(p: str) -> bool:
+        return p in inside or p in known
+
     for u in uuids:
         data = t.entries[u].data
         parent = data.get("parentUuid")
         logical = data.get("logicalParentUuid")
-        if parent is None and isinstance(logical, str) and (logical in inside or logical in known):
-            out[u] = logical
-        elif parent is None or parent in inside or parent in known:
-            out[u] = parent
+        if parent is not None and not isinstance(parent, str):
+            report.relinked.append((lines[u], u, f"parentUuid {parent!r} is not an id; a root"))
+            parent = None
+        if parent is None and isinstance(logical, str):
+            extra.setdefault(u, {})["parentUuid"] = None
+            parent = logical
+            if stored(logical) and logical != u:
+                out.logical.add(u)
+            elif logical not in copied and not (outside and logical in outside):
+                report.relinked.append(
+                    (lines[u], u, f"logicalParentUuid {logical} names no entry; kept as a root")
+                )
+                pred[u] = None
+                continue
+        if parent is None:
+            pred[u] = None
+        elif parent == u:
+            extra.setdefault(u, {})["cycle_parent"] = u
+            report.relinked.append((lines[u], u, "its own parent (a cycle of one); cut, a root"))
+            pred[u] = None
+        elif stored(parent):
+            pred[u] = parent
+        elif parent in copied:
+            extra.setdefault(u, {})["forked_from"] = {"session": copied[parent], "node": parent}
+            pred[u] = None
+        elif outside is not None and parent in outside:
+            extra.setdefault(u, {})["parent_in_session"] = {"node": parent}
+            pred[u] = None
         else:
-            out[u] = ("dangling", parent)
+            extra.setdefault(u, {})["dangling_parent"] = parent
+            report.dangling.append((u, parent))
+            pred[u] = None
+    _relink_preserved(t, uuids, out, report)
+    _cut_cycles(out, lines, report)
+    return out
+
+
+def _relink_preserved(
+    t: _Transcript, uuids: Sequence[str], links: _Links, report: FileReport
+) -> None:
+    """Lay out preserved-segment compactions as the runtime reads them back (see :func:`_link`)."""
+    pred = links.pred
+    summary_of: dict[str, str] = {}
+    for u in uuids:
+        p = pred[u]
+        if p is not None and t.entries[u].data.get("isCompactSummary") and p not in summary_of:
+            summary_of[p] = u
+    position = {u: i for i, u in enumerate(uuids)}
+    for b in uuids:
+        data = t.entries[b].data
+        meta = data.get("compactMetadata")
+        seg = meta.get("preservedSegment") if isinstance(meta, Mapping) else None
+        if not _is_boundary(data) or not isinstance(seg, Mapping):
+            continue
+        head, tail, anchor = seg.get("headUuid"), seg.get("tailUuid"), seg.get("anchorUuid")
+        if not isinstance(head, str) or head not in pred or head == b:
+            report.relinked.append(
+                (t.entries[b].number, b, f"preservedSegment head {head!r} names no entry; ignored")
+            )
+            continue
+        summary = summary_of.get(b)
+        to = anchor if isinstance(anchor, str) and anchor in pred and anchor != head else b
+        if to == b and summary is not None:
+            to = summary  # the kept tail reads after the summary, as the runtime shows it
+        kept: set[str] = set()
+        n: str | None = tail if isinstance(tail, str) and tail in pred else head
+        for _ in range(len(pred)):
+            if n is None or n in kept or n not in pred:
+                break
+            kept.add(n)
+            if n == head:
+                break
+            n = pred[n]
+        kept.add(head)
+        before = pred[head]
+        if before is None or before in kept or before in (b, summary, to):
+            # The file already re-linked the head: the replaced span ends at the newest entry
+            # written before the boundary that is not kept.
+            before = next(
+                (
+                    u
+                    for u in reversed(uuids[: position[b]])
+                    if u not in kept and t.entries[u].data.get("type") in ("user", "assistant")
+                ),
+                None,
+            )
+        pred[head] = to
+        links.extra.setdefault(head, {})["recorded_parent"] = t.entries[head].data.get("parentUuid")
+        report.relinked.append(
+            (t.entries[head].number, head, f"preserved segment head, re-linked under {to}")
+        )
+        if pred[b] != before:
+            pred[b] = before
+            links.logical.discard(b)
+            report.relinked.append(
+                (
+                    t.entries[b].number,
+                    b,
+                    f"compaction boundary linked after the replaced span ({before})",
+                )
+            )
+
+
+def _cut_cycles(links: _Links, lines: Mapping[str, int], report: FileReport) -> None:
+    """Cut every cycle of ``links.pred`` at one link, in one pass over the entries (linear time).
+
+    The cut link is a compaction's logical link when the cycle has one (it is not causal), else the
+    link of the entry written last.
+    """
+    pred = links.pred
+    done: set[str] = set()
+    for start in pred:
+        if start in done:
+            continue
+        path: list[str] = []
+        on_path: dict[str, int] = {}
+        n: str | None = start
+        while n is not None and n in pred and n not in done and n not in on_path:
+            on_path[n] = len(path)
+            path.append(n)
+            n = pred[n]
+        if n is not None and n in on_path:
+            cycle = path[on_path[n] :]
+            logical = [c for c in cycle if c in links.logical]
+            cut = max(logical or cycle, key=lambda c: lines[c])
+            links.extra.setdefault(cut, {})["cycle_parent"] = pred[cut]
+            pred[cut] = None
+            links.logical.discard(cut)
+            members = ", ".join(f"{c} (line {lines[c]})" for c in cycle)
+            report.relinked.append((lines[cut], cut, f"closes a cycle of {members}; cut, a root"))
+        done.update(path)
+
+
+def _order(uuids: Sequence[str], pred: Mapping[str, str | None]) -> list[str]:
+    """``uuids`` with every entry after its predecessor (``pred`` is acyclic)."""
+    inside = set(uuids)
+    kids: dict[str, list[str]] = {}
+    roots = []
+    for u in uuids:
+        p = pred[u]
+        if p is not None and p in inside:
+            kids.setdefault(p, []).append(u)
+        else:
+            roots.append(u)
+    out: list[str] = []
+    stack = list(reversed(roots))
+    while stack:
+        u = stack.pop()
+        out.append(u)
+        stack.extend(reversed(kids.get(u, ())))
     return out
 
 
@@ -309,13 +504,27 @@ def _times(t: _Transcript, uuids: Sequence[str]) -> dict[str, datetime]:
 
 
 def _covers(pred: Mapping[str, Any], known: Mapping[str, Any], last: str) -> list[str]:
+    """The branch ending at ``last``, root first (at most as many steps as there are nodes)."""
     path = []
     n: Any = last
-    while isinstance(n, str):
+    for _ in range(len(pred) + len(known) + 1):
+        if not isinstance(n, str):
+            break
         path.append(n)
         n = pred[n] if n in pred else known.get(n)
     path.reverse()
     return path
+
+
+def _head(t: _Transcript, uuids: Sequence[str]) -> str | None:
+    """The entry the runtime resumes from: the last message of the main conversation in file order.
+
+    Events (progress, hook and system entries) are never the head, however late their timestamps.
+    """
+    for u in reversed(uuids):
+        if t.entries[u].data.get("type") in ("user", "assistant"):
+            return u
+    return None
 
 
 def _newest_leaf(uuids: Sequence[str], pred: Mapping[str, Any]) -> str | None:
@@ -324,6 +533,15 @@ def _newest_leaf(uuids: Sequence[str], pred: Mapping[str, Any]) -> str | None:
         if u not in has_child:
             return u
     return uuids[-1] if uuids else None
+
+
+def _branch_of(pred: Mapping[str, str | None], head: str | None) -> set[str]:
+    out: set[str] = set()
+    n = head
+    while n is not None and n in pred and n not in out:
+        out.add(n)
+        n = pred[n]
+    return out
 
 
 def _rewinds(
@@ -335,11 +553,7 @@ def _rewinds(
         p = pred[u]
         if isinstance(p, str) and _is_prompt(t.entries[u].data):
             prompts.setdefault(p, []).append(u)
-    on_head = set()
-    n: Any = head
-    while isinstance(n, str) and n in pred:
-        on_head.add(n)
-        n = pred[n]
+    on_head = _branch_of(pred, head)
     out = []
     for point, kids in prompts.items():
         stamps = {k: str(t.entries[k].data.get("timestamp", "")) for k in kids}
@@ -352,11 +566,96 @@ def _rewinds(
     return out
 
 
+def _artifacts(
+    t: _Transcript, uuids: Sequence[str], pred: Mapping[str, str | None], head: str | None
+) -> set[str]:
+    """The entries on artifact forks: side branches the runtime's bookkeeping made, not a person.
+
+    At every entry with two or more children, the child kept is the one on the head's branch (else
+    the one whose subtree was written last); every other child whose subtree holds no user prompt
+    (a progress or hook entry, a parallel tool call's result, a retried reply) is an artifact, with
+    its whole subtree. A sibling subtree holding a prompt is a user branch (a rewind, a re-prompt).
+    """
+    order = _order(uuids, pred)
+    kids: dict[str, list[str]] = {}
+    for u in order:
+        p = pred[u]
+        if p is not None:
+            kids.setdefault(p, []).append(u)
+    prompt: dict[str, bool] = {}
+    newest: dict[str, int] = {}
+    for u in reversed(order):
+        below = kids.get(u, ())
+        prompt[u] = _is_prompt(t.entries[u].data) or any(prompt[c] for c in below)
+        newest[u] = max([t.entries[u].number, *(newest[c] for c in below)])
+    on_head = _branch_of(pred, head)
+    out: set[str] = set()
+    for p, below in kids.items():
+        if len(below) < 2 or p in out:
+            continue
+        keep = next((c for c in below if c in on_head), None) or max(below, key=newest.__getitem__)
+        for c in below:
+            if c == keep or prompt[c]:
+                continue
+            stack = [c]
+            while stack:
+                n = stack.pop()
+                if n not in out:
+                    out.add(n)
+                    stack.extend(kids.get(n, ()))
+    return out
+
+
 def _foreign(store: BaseStore, ids: Sequence[str]) -> dict[str, str]:
     """Which of ``ids`` another session already holds: id -> that session."""
     # The store has no public bulk "where is this id" read; its row read is the cheap way.
     rows = store._db_rows(list(ids))  # noqa: SLF001
     return {i: r.session_id for i, r in rows.items()}
+
+
+def _copies(
+    store: BaseStore, t: _Transcript, sid: str, foreign: Mapping[str, str], report: FileReport
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Split entries another session holds into identical copies and conflicting ones.
+
+    Returns:
+        (uuid -> holding session) of identical copies (same predecessor, kind, role and content: a
+        ``/branch`` or ``--fork-session`` copy, stored once, in its source), and (uuid -> the id the
+        entry is stored under here, ``<uuid>@<session>``) of conflicting ones, kept apart.
+    """
+    by_holder: dict[str, list[str]] = {}
+    for u, holder in foreign.items():
+        by_holder.setdefault(holder, []).append(u)
+    copied: dict[str, str] = {}
+    apart: dict[str, str] = {}
+    for holder, ids in by_holder.items():
+        for u, there in zip(ids, store.nodes(holder, ids), strict=True):
+            data = t.entries[u].data
+            parent = data.get("parentUuid")
+            if parent is None and isinstance(data.get("logicalParentUuid"), str):
+                parent = data["logicalParentUuid"]
+            here = _node(sid, t.entries[u], None, EPOCH, {})
+            same = (there.kind, there.role, there.content) == (here.kind, here.role, here.content)
+            if same and there.predecessor == parent:
+                copied[u] = holder
+                report.dropped.append(
+                    (t.entries[u].number, u, f"an identical copy of session {holder}'s node")
+                )
+            else:
+                apart[u] = f"{u}@{sid}"
+                what = (
+                    "content"
+                    if not same
+                    else f"predecessor ({parent} here, {there.predecessor} there)"
+                )
+                report.relinked.append(
+                    (
+                        t.entries[u].number,
+                        u,
+                        f"session {holder} holds this id with another {what}; stored as {apart[u]}",
+                    )
+                )
+    return copied, apart
 
 
 # ------------------------------------------------------------------------------------- import
@@ -367,7 +666,8 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
 
     Re-importing changes nothing; a file that grew adds only its new entries (lines whose uuid is
     stored are not turned into nodes at all). An ``agent-*.jsonl`` file given alone is imported as a
-    spawned session of its trunk session when that is stored, else as a session of its own.
+    spawned session of its trunk session when that is stored, else as a session of its own. Damage
+    never stops the import: see the module docstring for what is repaired and reported.
 
     Returns:
         The file's report (see :class:`~graph.importers.report.FileReport`).
@@ -377,7 +677,7 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
         GraphError: the store refused a write; nothing of the file was stored.
     """
     with file_import(path, FORMAT) as (report, problems):
-        t = _read(Path(path), problems)
+        t = _read(Path(path), problems, report)
         with store.atomic():
             if is_agent_file(Path(path)) and t.session_id != Path(path).stem:
                 _import_agent(store, t, t.session_id, {}, report)
@@ -393,61 +693,129 @@ def _import_main(
     main = [u for u, line in t.entries.items() if not line.data.get("isSidechain")]
     side = [u for u, line in t.entries.items() if line.data.get("isSidechain")]
     known = stored_ids(store, sid)
-    if not known:
-        foreign = _foreign(store, main)
-        if foreign:
-            holders = sorted(set(foreign.values()), key=list(foreign.values()).count)
-            report.notes.append(
-                f"{len(foreign)} entries are copies of session {holders[-1]}'s; "
-                f"the transcript's new entries join that session"
-            )
-            sid = holders[-1]
-            known = stored_ids(store, sid)
-            main = [u for u in main if u not in foreign or foreign[u] == sid]
-    pred = _preds(t, main, known)
+    fresh = [u for u in main if u not in known and f"{u}@{sid}" not in known]
+    copied, apart = _copies(store, t, sid, _foreign(store, fresh), report) if fresh else ({}, {})
+    main = [u for u in main if u not in copied]
+    links = _link(t, main, known, copied, report)
+    pred = links.pred
     when = _times(t, main)
-    head = _newest_leaf(main, pred)
+    head = _head(t, main)
+    artifacts = _artifacts(t, main, pred, head)
     report.session_ids.append(sid)
+    meta = _session_meta(t)
+    source = _fork_source(t, main, links, copied)
+    if source is not None:
+        meta["forked_from"] = source
+        report.notes.append(
+            f"a copy of session {source['session']} from node {source['node']}: "
+            f"{len(copied)} identical entries are stored there only"
+        )
     ensure_session(
         store,
         sid,
         title=_title(t, main),
-        metadata=_session_meta(t),
+        metadata=meta,
         created_at=min(when.values(), default=EPOCH),
     )
+
+    def nid(u: str) -> str:
+        return apart.get(u, u)
+
     new: list[Node] = []
     for u in main:
-        if u in known:
+        if u in known or nid(u) in known:
             continue
-        extra: dict[str, Any] = {}
+        extra = dict(links.extra.get(u, {}))
         p = pred[u]
-        if isinstance(p, tuple):
-            extra["dangling_parent"] = p[1]
-            report.dangling.append((u, p[1]))
-            p = None
-        elif t.entries[u].data.get("parentUuid") is None and p is not None:
-            extra["parentUuid"] = None
-        if sid != t.session_id:
-            extra["transcript_session"] = t.session_id
-        node = _node(sid, t.entries[u], p, when[u], extra)
-        if node.kind is Kind.SUMMARY and isinstance(p, str):
-            boundary = t.entries.get(p)
-            logical = boundary.data.get("logicalParentUuid") if boundary else None
-            if isinstance(logical, str) and pred.get(p) == logical:
-                node = node.model_copy(update={"covers": tuple(_covers(pred, known, logical))})
+        if u in apart:
+            extra["runtime_uuid"] = u
+        if u in artifacts:
+            extra["artifact"] = True
+        node = _node(
+            sid, t.entries[u], nid(p) if p is not None and p in pred else p, when[u], extra, nid(u)
+        )
+        if node.kind is Kind.SUMMARY and p is not None and p in t.entries:
+            boundary = pred.get(p)
+            if _is_boundary(t.entries[p].data) and boundary is not None:
+                cover = [nid(c) if c in pred else c for c in _covers(pred, known, boundary)]
+                node = node.model_copy(update={"covers": tuple(cover)})
         new.append(node)
-    added = store.add_nodes(sid, new, head=head if head in pred else store.session(sid).head)
+    if head is not None:
+        added = store.add_nodes(sid, new, head=nid(head))
+    else:
+        added = store.add_nodes(sid, new)
     report.nodes_added += len(added)
     for point, abandoned in _rewinds(t, main, pred, head):
-        stamp_subtrees(store, sid, point, abandoned)
+        stamp_subtrees(store, sid, nid(point), [nid(a) for a in abandoned])
+    _note_off_branch(t, main, pred, head, artifacts, report)
     tool_calls = _tool_calls(t, main)
-    if t.duplicates:
-        report.notes.append(f"{t.duplicates} replayed entries (same uuid) kept once")
     _import_sidechains(store, t, sid, side, tool_calls, report)
     for agent in agent_files(t.path):
-        sub = _read(agent, problems)
-        _import_agent(store, sub, sid, tool_calls, report)
+        sub = _read(agent, problems, report)
+        _import_agent(store, sub, sid, tool_calls, report, boundaries=_boundaries(t, main, pred))
     _note_missing_agents(t, main, report)
+
+
+def _fork_source(
+    t: _Transcript, uuids: Sequence[str], links: _Links, copied: Mapping[str, str]
+) -> dict[str, str] | None:
+    """Where a copied session forked from its source: ``{"session", "node"}``, or None.
+
+    The newest ``forkedFrom`` an entry carries (``/branch``), else the copied entry the first new
+    entry follows (``--fork-session`` and resumed copies keep the uuids).
+    """
+    for u in reversed(uuids):
+        ff = t.entries[u].data.get("forkedFrom")
+        if isinstance(ff, Mapping) and isinstance(ff.get("sessionId"), str):
+            return {"session": str(ff["sessionId"]), "node": str(ff.get("messageUuid", ""))}
+    for u in uuids:
+        ff = links.extra.get(u, {}).get("forked_from")
+        if isinstance(ff, dict):
+            return {"session": str(ff["session"]), "node": str(ff["node"])}
+    if copied:
+        last = max(copied, key=lambda u: t.entries[u].number)
+        return {"session": copied[last], "node": last}
+    return None
+
+
+def _boundaries(
+    t: _Transcript, uuids: Sequence[str], pred: Mapping[str, str | None]
+) -> list[tuple[str, str]]:
+    """(timestamp, logical parent) of each compaction boundary, in file order."""
+    out = []
+    for u in uuids:
+        data = t.entries[u].data
+        logical = data.get("logicalParentUuid")
+        if _is_boundary(data) and isinstance(logical, str) and logical in pred:
+            out.append((str(data.get("timestamp", "")), logical))
+    return out
+
+
+def _note_off_branch(
+    t: _Transcript,
+    uuids: Sequence[str],
+    pred: Mapping[str, str | None],
+    head: str | None,
+    artifacts: set[str],
+    report: FileReport,
+) -> None:
+    """Name the tool results left off the head's branch (the next turn follows another entry)."""
+    on_head = _branch_of(pred, head)
+    for u in uuids:
+        p = pred[u]
+        if u in artifacts and p in on_head and _is_tool_result(t.entries[u].data):
+            report.notes.append(
+                f"tool result {u} (line {t.entries[u].number}) is off the head's branch: "
+                f"the next turn after {p} follows another entry"
+            )
+
+
+def _is_tool_result(data: Mapping[str, Any]) -> bool:
+    message = data.get("message")
+    content = message.get("content") if isinstance(message, Mapping) else None
+    return isinstance(content, list) and any(
+        isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content
+    )
 
 
 def _title(t: _Transcript, main: Sequence[str]) -> str:
@@ -531,14 +899,19 @@ def _import_sidechains(
     inside = set(side)
     root_of: dict[str, str] = {}
     for u in side:
-        n, seen = u, set()
-        while True:
+        path: list[str] = []
+        seen: set[str] = set()
+        n = u
+        while n not in root_of:
             p = t.entries[n].data.get("parentUuid")
-            if p not in inside or p in seen:
+            if not isinstance(p, str) or p not in inside or p in seen or p == n:
                 break
             seen.add(n)
+            path.append(n)
             n = p
-        root_of[u] = n
+        root = root_of.get(n, n)
+        for m in [*path, n]:
+            root_of[m] = root
     groups: dict[str, list[str]] = {}
     for u in side:
         groups.setdefault(root_of[u], []).append(u)
@@ -553,6 +926,8 @@ def _import_agent(
     parent_sid: str,
     calls: Mapping[str, Any],
     report: FileReport,
+    *,
+    boundaries: Sequence[tuple[str, str]] = (),
 ) -> None:
     agent_id = next(
         (str(line.data["agentId"]) for line in t.entries.values() if line.data.get("agentId")),
@@ -569,7 +944,26 @@ def _import_agent(
     if use_id and use_id in calls.get("tool_use", {}):
         calls = {**calls, "agent": {**calls["agent"], agent_id: use_id}}
     sid = f"{parent_sid}/agent-{agent_id}"
-    _import_spawned(store, t, parent_sid, sid, agent_id, calls, report)
+    compaction = _compaction_point(t, boundaries) if agent_id.startswith("acompact") else None
+    _import_spawned(store, t, parent_sid, sid, agent_id, calls, report, compaction)
+
+
+def _compaction_point(t: _Transcript, boundaries: Sequence[tuple[str, str]]) -> str | None:
+    """The node a compaction agent summarised from: its boundary's logical parent.
+
+    The agent's first entry names it as parent when the runtime linked it so; otherwise (a replayed
+    hook reminder as parent) it is the logical parent of the first boundary written after the agent
+    started.
+    """
+    if not t.entries or not boundaries:
+        return None
+    first = next(iter(t.entries.values())).data
+    logical = {lp for _, lp in boundaries}
+    if first.get("parentUuid") in logical:
+        return str(first["parentUuid"])
+    started = str(first.get("timestamp", ""))
+    after = [lp for stamp, lp in boundaries if stamp >= started]
+    return after[0] if after else boundaries[-1][1]
 
 
 def _import_spawned(
@@ -580,34 +974,31 @@ def _import_spawned(
     agent_id: str | None,
     calls: Mapping[str, Any],
     report: FileReport,
+    compaction: str | None = None,
 ) -> None:
     uuids = list(t.entries)
     if not uuids:
         return
     parent_nodes = stored_ids(store, parent_sid)
     known = stored_ids(store, sid)
-    pred = _preds(t, uuids, known)
+    links = _link(t, uuids, known, {}, report, outside=parent_nodes)
+    pred = links.pred
     when = _times(t, uuids)
     first = t.entries[uuids[0]]
     prompt = preview(_content(first.data.get("message") or {})[0], 10_000)
-    spawned_from = (
-        _spawn_point(calls, agent_id, prompt, first.number) if calls.get("tool_use") else None
-    )
+    spawned_from = compaction
+    if spawned_from is None and calls.get("tool_use"):
+        spawned_from = _spawn_point(calls, agent_id, prompt, first.number)
     new = []
     for u in uuids:
+        extra = links.extra.get(u, {})
+        inside_parent = extra.get("parent_in_session")
+        if isinstance(inside_parent, dict):
+            inside_parent["session"] = parent_sid
+            spawned_from = spawned_from or inside_parent["node"]
         if u in known:
             continue
-        p = pred[u]
-        extra: dict[str, Any] = {}
-        if isinstance(p, tuple):
-            if p[1] in parent_nodes:
-                extra["parent_in_session"] = {"session": parent_sid, "node": p[1]}
-                spawned_from = spawned_from or p[1]
-            else:
-                extra["dangling_parent"] = p[1]
-                report.dangling.append((u, p[1]))
-            p = None
-        new.append(_node(sid, t.entries[u], p, when[u], extra))
+        new.append(_node(sid, t.entries[u], pred[u], when[u], extra))
     if spawned_from is None:
         report.notes.append(f"sub-agent session {sid}: the node that started it was not found")
     if spawned_from is not None and spawned_from not in parent_nodes:
@@ -624,7 +1015,7 @@ def _import_spawned(
         spawned_from=spawned_from,
         parent_session=parent_sid if parent_nodes else None,
     )
-    head = _newest_leaf(uuids, pred)
+    head = _head(t, uuids) or _newest_leaf(uuids, pred)
     report.nodes_added += len(store.add_nodes(sid, new, head=head))
     report.session_ids.append(sid)
 
