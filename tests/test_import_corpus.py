@@ -33,7 +33,7 @@ CASES = {
         "claude-code",
         "491e126e-1e71-469c-ade2-fcc8af567c74",
         93, 1, 0, 0, 0, 0,  # linear in the runtime: its 10 fork points are all artifact forks
-        "ee1ff9df-75d6-4535-a195-22863f4e7d27",
+        "2d63528d-8c70-4878-9dff-9c008a1f85fd",  # its last message; hook entries after it are events
     ),
     "claude-code/ccl-dag-compact-after-rewind.jsonl": (
         "claude-code", "s1", 12, 1, 1, 2, 1, 0, "p1a",
