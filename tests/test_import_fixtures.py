@@ -69,7 +69,12 @@ def test_quick_start_example_has_fork_rewind_compaction_and_sub_agent(store: Bas
     E = {k: cc("example", k) for k in names}
     st = store.stats(sid)
     assert (st.nodes, st.roots, st.forks, st.rewound, st.summaries, st.spawned) == (
-        18, 1, 1, 2, 1, 1,
+        18,
+        1,
+        1,
+        2,
+        1,
+        1,
     )  # fmt: skip (the progress entry pg1 beside r1 is an artifact fork, the rewind a user branch)
     assert store.session(sid).head == E["a8"]
     (child,) = store.spawns(sid)
@@ -135,7 +140,9 @@ def test_a_parent_cycle_is_cut_and_reported(store: BaseStore, tmp_path: Path) ->
     assert fr.error is None and fr.nodes_added == 2
     assert [(line, node) for line, node, _ in fr.relinked] == [(2, "x2")]
     assert "x1 (line 1), x2 (line 2)" in fr.relinked[0][2]
-    assert store.node("x2").predecessor is None and store.node("x2").metadata["cycle_parent"] == "x1"
+    assert (
+        store.node("x2").predecessor is None and store.node("x2").metadata["cycle_parent"] == "x1"
+    )
     assert store.node("x1").predecessor == "x2" and store.session("cyc").head == "x2"
 
 

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import orjson
 
-from graph.errors import GraphError
 from graph.importers import claude_code, codex, pi
 from graph.importers.report import FileReport, ImportReport, TranscriptError
 from graph.store import BaseStore
@@ -59,7 +58,12 @@ def _is_bundle(path: Path) -> bool:
 
 
 def detect_format(path: Path) -> str:
-    """Tell a file's format from its name and first entries.
+    """Tell a file's format from its name and its header entries.
+
+    A pi session header (``{"type":"session",...}``) or a Codex ``session_meta`` among the first 50
+    lines decides, wherever it is: a stray line before it (a Claude-like ``{"type":"user"}``) does
+    not make the file Claude Code. Otherwise a line with Claude Code's ``uuid``/``parentUuid``/
+    ``sessionId`` or entry types makes it Claude Code, then pi entries without a header (v1).
 
     Returns:
         ``"claude-code"``, ``"pi"``, ``"codex"`` or ``"bundle"``.
@@ -71,6 +75,7 @@ def detect_format(path: Path) -> str:
     path = Path(path)
     if _is_bundle(path):
         return "bundle"
+    claude = pi_entries = False
     with path.open("rb") as f:
         for _, raw in zip(range(50), f, strict=False):
             try:
@@ -85,9 +90,13 @@ def detect_format(path: Path) -> str:
             if kind in _CODEX_TYPES and "payload" in obj:
                 return "codex"
             if "uuid" in obj or "parentUuid" in obj or "sessionId" in obj or kind in _CLAUDE_TYPES:
-                return "claude-code"
-            if "parentId" in obj and kind in ("message", "model_change", "compaction"):
-                return "pi"
+                claude = True
+            elif "parentId" in obj and kind in ("message", "model_change", "compaction"):
+                pi_entries = True
+    if claude:
+        return "claude-code"
+    if pi_entries:
+        return "pi"
     raise TranscriptError(path, "not a Claude Code, pi or Codex transcript, nor a session bundle")
 
 
@@ -210,7 +219,7 @@ def import_paths(
         start = time.perf_counter()
         try:
             fr = import_file(store, path)
-        except (GraphError, OSError) as e:
+        except Exception as e:  # GraphError, OSError, or anything unforeseen: this file only
             fr = FileReport(path, _safe_format(path), error=f"{type(e).__name__}: {e}")
             fr.seconds = time.perf_counter() - start
         report.files.append(fr)

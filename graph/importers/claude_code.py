@@ -56,7 +56,7 @@ from graph.importers._common import (
     stored_ids,
 )
 from graph.importers.jsonl import Line, LineProblems, read_jsonl
-from graph.importers.report import FileReport
+from graph.importers.report import FileReport, TranscriptError
 from graph.models import (
     Block,
     Content,
@@ -75,6 +75,10 @@ FORMAT = "claude-code"
 """The format name :func:`graph.importers.detect_format` gives these files."""
 
 _TITLE_TYPES = ("custom-title", "ai-title")
+_ENTRY_TYPES = {"summary", "file-history-snapshot", "queue-operation", "last-prompt", "mode"}
+_ENTRY_TYPES |= {"agent-setting", "pr-link", "attachment", "content-replacement", "relocated"}
+_ENTRY_TYPES |= set(_TITLE_TYPES)
+"""Claude Code entry types written without a uuid (kept in the session metadata)."""
 
 
 @dataclass
@@ -674,10 +678,18 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
 
     Raises:
         OSError: the file cannot be read.
+        TranscriptError: the file is not empty but holds no Claude Code entry.
         GraphError: the store refused a write; nothing of the file was stored.
     """
     with file_import(path, FORMAT) as (report, problems):
         t = _read(Path(path), problems, report)
+        if not t.entries and not any(o.data.get("type") in _ENTRY_TYPES for o in t.other):
+            if t.other or problems.skipped:
+                raise TranscriptError(
+                    path,
+                    f"no Claude Code entry in it ({len(t.other)} objects of no known type, "
+                    f"{len(problems.skipped)} lines skipped)",
+                )
         with store.atomic():
             if is_agent_file(Path(path)) and t.session_id != Path(path).stem:
                 _import_agent(store, t, t.session_id, {}, report)
