@@ -150,18 +150,22 @@ def transcript_files(paths: Sequence[Path]) -> list[Path]:
     return list(dict.fromkeys(out))
 
 
-def _start_time(path: Path) -> str:
-    """The first timestamp of a file (sources of forks are older than the forks)."""
+def _order_key(path: Path) -> tuple[str, bool, str]:
+    """Sort key of a file in an import run: its first timestamp, copies after sources, its path.
+
+    A fork's source is older than the fork, and a Claude Code ``/branch`` copy keeps the source's
+    timestamps but marks its entries ``forkedFrom``, so a copy sorts after the file it copies.
+    """
     try:
         with path.open("rb") as f:
             obj = orjson.loads(f.readline())
     except (OSError, orjson.JSONDecodeError):
-        return ""
+        return "", False, str(path)
     if not isinstance(obj, dict):
-        return ""
+        return "", False, str(path)
     payload = obj.get("payload")
     stamp = payload.get("timestamp") if isinstance(payload, dict) else obj.get("timestamp")
-    return stamp if isinstance(stamp, str) else ""
+    return (stamp if isinstance(stamp, str) else ""), "forkedFrom" in obj, str(path)
 
 
 def import_file(store: BaseStore, path: Path, fmt: str | None = None) -> FileReport:
@@ -201,7 +205,7 @@ def import_paths(
     """Import every transcript under ``paths`` (files or directories), each in its own transaction.
 
     Files are imported oldest first by their first timestamp (so a fork's source precedes the fork),
-    then by path. A file that cannot be read or that the store refuses is reported with ``error`` set
+    a Claude Code ``/branch`` copy after its source, then by path. A file that cannot be read or that the store refuses is reported with ``error`` set
     and leaves nothing behind; the others still import.
 
     Args:
@@ -213,7 +217,7 @@ def import_paths(
         One :class:`FileReport` per file and the stats of every session touched.
     """
     files = transcript_files(paths)
-    files.sort(key=lambda f: (_start_time(f), str(f)))
+    files.sort(key=_order_key)
     report = ImportReport()
     for done, path in enumerate(files, 1):
         start = time.perf_counter()

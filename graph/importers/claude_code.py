@@ -321,7 +321,9 @@ def _link(
     """Resolve every entry's predecessor, repairing what would make the graph wrong or endless.
 
     * ``parentUuid: null`` with a ``logicalParentUuid`` (a compaction boundary) links to the logical
-      parent when it is in the file or stored; one naming nothing is reported and stays a root.
+      parent when it is in the file or stored. One naming nothing or itself is reported, and the
+      boundary links to the newest message written before it (what the logical parent names in a
+      sound file: the last message before the compaction).
     * A preserved-segment compaction (``compactMetadata.preservedSegment``) is laid out as the runtime
       reads it back: the kept head follows the summary, and the boundary follows the last replaced
       entry (the head's recorded parent), so the summary covers exactly the replaced span.
@@ -341,6 +343,7 @@ def _link(
     def stored(p: str) -> bool:
         return p in inside or p in known
 
+    last_message: str | None = None  # the newest message before the entry, in file order
     for u in uuids:
         data = t.entries[u].data
         parent = data.get("parentUuid")
@@ -351,14 +354,20 @@ def _link(
         if parent is None and isinstance(logical, str):
             extra.setdefault(u, {})["parentUuid"] = None
             parent = logical
-            if stored(logical) and logical != u:
+            broken = None
+            if logical == u:
+                broken = "its own logicalParentUuid (a cycle of one)"
+            elif stored(logical):
                 out.logical.add(u)
             elif logical not in copied and not (outside and logical in outside):
-                report.relinked.append(
-                    (lines[u], u, f"logicalParentUuid {logical} names no entry; kept as a root")
-                )
-                pred[u] = None
-                continue
+                broken = f"logicalParentUuid {logical} names no entry"
+            if broken is not None:
+                extra[u]["logical_parent"] = logical
+                parent = last_message if _is_boundary(data) else None
+                where = f"linked after {parent}, the last message before it" if parent else "a root"
+                report.relinked.append((lines[u], u, f"{broken}; {where}"))
+        if data.get("type") in ("user", "assistant"):
+            last_message = u
         if parent is None:
             pred[u] = None
         elif parent == u:
@@ -473,7 +482,7 @@ def _cut_cycles(links: _Links, lines: Mapping[str, int], report: FileReport) -> 
             links.extra.setdefault(cut, {})["cycle_parent"] = pred[cut]
             pred[cut] = None
             links.logical.discard(cut)
-            members = ", ".join(f"{c} (line {lines[c]})" for c in cycle)
+            members = ", ".join(f"{c} (line {lines[c]})" for c in sorted(cycle, key=lines.get))
             report.relinked.append((lines[cut], cut, f"closes a cycle of {members}; cut, a root"))
         done.update(path)
 
@@ -628,7 +637,7 @@ def _copies(
         entry is stored under here, ``<uuid>@<session>``) of conflicting ones, kept apart.
     """
     by_holder: dict[str, list[str]] = {}
-    for u, holder in foreign.items():
+    for u, holder in sorted(foreign.items(), key=lambda item: t.entries[item[0]].number):
         by_holder.setdefault(holder, []).append(u)
     copied: dict[str, str] = {}
     apart: dict[str, str] = {}
@@ -718,9 +727,9 @@ def _import_main(
     source = _fork_source(t, main, links, copied)
     if source is not None:
         meta["forked_from"] = source
+        kept = f"; {len(copied)} identical entries are stored there only" if copied else ""
         report.notes.append(
-            f"a copy of session {source['session']} from node {source['node']}: "
-            f"{len(copied)} identical entries are stored there only"
+            f"a copy of session {source['session']} from node {source['node']}{kept}"
         )
     ensure_session(
         store,
