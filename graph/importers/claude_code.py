@@ -482,7 +482,9 @@ def _cut_cycles(links: _Links, lines: Mapping[str, int], report: FileReport) -> 
             links.extra.setdefault(cut, {})["cycle_parent"] = pred[cut]
             pred[cut] = None
             links.logical.discard(cut)
-            members = ", ".join(f"{c} (line {lines[c]})" for c in sorted(cycle, key=lines.get))
+            members = ", ".join(
+                f"{c} (line {lines[c]})" for c in sorted(cycle, key=lines.__getitem__)
+            )
             report.relinked.append((lines[cut], cut, f"closes a cycle of {members}; cut, a root"))
         done.update(path)
 
