@@ -1004,7 +1004,14 @@ def _import_spawned(
         return
     parent_nodes = stored_ids(store, parent_sid)
     known = stored_ids(store, sid)
-    links = _link(t, uuids, known, {}, report, outside=parent_nodes)
+    # A forked sub-agent's file repeats its parent's entries with their uuids: stored once, there.
+    fresh = [u for u in uuids if u not in known and f"{u}@{sid}" not in known]
+    copied, apart = _copies(store, t, sid, _foreign(store, fresh), report) if fresh else ({}, {})
+    if copied:
+        uuids = [u for u in uuids if u not in copied]
+        if not uuids:
+            return
+    links = _link(t, uuids, known, copied, report, outside=parent_nodes)
     pred = links.pred
     when = _times(t, uuids)
     first = t.entries[uuids[0]]
@@ -1012,16 +1019,36 @@ def _import_spawned(
     spawned_from = compaction
     if spawned_from is None and calls.get("tool_use"):
         spawned_from = _spawn_point(calls, agent_id, prompt, first.number)
-    new = []
     for u in uuids:
         extra = links.extra.get(u, {})
         inside_parent = extra.get("parent_in_session")
         if isinstance(inside_parent, dict):
             inside_parent["session"] = parent_sid
             spawned_from = spawned_from or inside_parent["node"]
-        if u in known:
+        forked = extra.get("forked_from")
+        if isinstance(forked, dict) and forked["session"] == parent_sid:
+            spawned_from = spawned_from or forked["node"]
+    head = _head(t, uuids) or _newest_leaf(uuids, pred)
+    artifacts = _artifacts(t, uuids, pred, head)
+    has_child = {p for p in pred.values() if p is not None}
+    new = []
+    for u in uuids:
+        if u in known or apart.get(u) in known:
             continue
-        new.append(_node(sid, t.entries[u], pred[u], when[u], extra))
+        extra = links.extra.get(u, {})
+        inside_parent = extra.get("parent_in_session")
+        replay = (
+            isinstance(inside_parent, dict)
+            and inside_parent["node"] != spawned_from
+            and u not in has_child
+        )  # a hook reminder the runtime replayed into the agent's file: bookkeeping
+        if u in artifacts or replay:
+            extra = {**extra, "artifact": True}
+        p = pred[u]
+        if u in apart:
+            extra = {**extra, "runtime_uuid": u}
+        node_pred = apart.get(p, p) if p is not None else None
+        new.append(_node(sid, t.entries[u], node_pred, when[u], extra, apart.get(u, u)))
     if spawned_from is None:
         report.notes.append(f"sub-agent session {sid}: the node that started it was not found")
     if spawned_from is not None and spawned_from not in parent_nodes:
@@ -1038,7 +1065,7 @@ def _import_spawned(
         spawned_from=spawned_from,
         parent_session=parent_sid if parent_nodes else None,
     )
-    head = _head(t, uuids) or _newest_leaf(uuids, pred)
+    head = apart.get(head, head) if head is not None else None
     report.nodes_added += len(store.add_nodes(sid, new, head=head))
     report.session_ids.append(sid)
 
