@@ -1,4 +1,4 @@
-"""Importers: the transcripts agent runtimes write, as sessions in a store, ids kept (DESIGN.md 5).
+"""Importers: the transcripts agent runtimes write, as sessions in a store, ids kept.
 
 :func:`import_paths` takes files or directories, tells each file's format (:func:`detect_format`) and
 imports it with its format's ``import_file``, one transaction per file: a file that fails leaves

@@ -1,6 +1,6 @@
 """Claude Code transcripts (``~/.claude/projects/<project>/<session>.jsonl``) as sessions.
 
-Mapping (DESIGN.md 5, corpus ``FORMATS.md`` section 1):
+How entries become nodes:
 
 * Every entry with a ``uuid`` is a node with that id; ``parentUuid`` is its predecessor. The session id
   is the entries' ``sessionId``. Several assistant entries of one API response stay separate nodes
@@ -17,22 +17,39 @@ Mapping (DESIGN.md 5, corpus ``FORMATS.md`` section 1):
 * Compaction: a ``system/compact_boundary`` entry (``parentUuid: null``) gets its ``logicalParentUuid``
   as predecessor when that node exists (the original null parent is kept in the metadata), so the
   session stays one tree. The following ``isCompactSummary`` entry becomes a ``summary`` node whose
-  covers are the whole branch up to the logical parent (inline layout: they are its ancestors).
+  covers are the whole branch up to the boundary's predecessor (inline layout: they are its
+  ancestors). With ``compactMetadata.preservedSegment`` the kept head follows the summary and the
+  boundary follows the last replaced entry, so the summary covers only what it replaced and the kept
+  tail stays live (the logical parent is then the kept tail: following it would be a cycle).
 * Sub-agents: inline sidechains (``isSidechain: true``, older builds) and ``<session>/subagents/
   agent-*.jsonl`` (and ``agent-*.jsonl`` beside the session file) become spawned sessions, ids
   ``<session>/sidechain-<root uuid>`` and ``<session>/agent-<agentId>``, linked to the assistant node
   holding the ``Task`` tool call that started them (found through the ``agent-*.meta.json`` sidecar,
   the tool result's ``toolUseResult.agentId``, ``agent_progress`` entries, or the prompt text), else
-  to the main node the agent's first entry names as parent (the compaction agent).
+  to the main node the agent's first entry names as parent. The compaction agent
+  (``agent-acompact-*``) is linked to its boundary's logical parent; hook reminders replayed into an
+  agent's file are artifacts.
 * Rewinds: a node with two or more user-prompt children (text typed by the user, not tool results,
   progress or meta entries) at different times is a rewind; every branch below it except the one
-  holding the head (else the newest) is stamped rewound, as :meth:`BaseStore.rewind` does. Recording
-  artifacts (a tool call's progress entry beside its result, parallel tool calls) stay plain forks.
-* The head is the newest leaf of the main conversation in file order (appends, not timestamps).
-* A parent that is in no file read (and not stored) is dangling: the node becomes a root, the parent is
-  kept as ``metadata["dangling_parent"]`` and reported. Entries whose uuid another session already
-  holds (a resumed or ``--fork-session`` copy) are not stored twice: when the transcript's own session
-  does not exist yet, its new entries join the session holding the copied ones.
+  holding the head (else the newest) is stamped rewound, as :meth:`BaseStore.rewind` does.
+* Artifact forks: at a node with several children, every child off the kept branch (the head's, else
+  the one written last) whose subtree holds no typed prompt (a progress or hook entry beside a tool
+  result, a parallel tool call's result) is flagged ``metadata["artifact"]`` with its subtree: stored,
+  but never a tip and not counted as a fork (:data:`graph.index.ARTIFACT`). A tool result left off the
+  head's branch that way is named in the report's notes.
+* The head is the last message (``user``/``assistant`` entry) of the main conversation in file order:
+  never an event written after it, never a sidechain entry.
+* Damage (all reported; see :class:`~graph.importers.report.FileReport`): a self parent, a
+  ``logicalParentUuid`` naming itself or nothing, and links closing a cycle are cut (``relinked``);
+  a parent that is in no file read (and not stored) is dangling: the node becomes a root, the parent is
+  kept as ``metadata["dangling_parent"]`` (``dangling``); a replayed uuid keeps its first copy
+  (``dropped``). Every walk is bounded by the number of entries.
+* Each file is its own session. Entries whose uuid another session holds (a ``/branch`` or
+  ``--fork-session`` copy, a forked sub-agent repeating its trunk) are stored once: identical ones stay
+  in the session holding them (``dropped``), the copy's next entry becomes a root with
+  ``metadata["forked_from"]``, and the session metadata names the source (``forked_from``); one with
+  another predecessor or content is stored apart as ``<uuid>@<session>`` (``relinked``). Importing a
+  file never moves another session's head.
 """
 
 from __future__ import annotations
