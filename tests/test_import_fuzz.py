@@ -35,7 +35,10 @@ def entries(draw: st.DrawFn) -> list[dict[str, Any]]:
         uid = draw(st.sampled_from(POOL))
         parent = draw(st.one_of(st.none(), st.sampled_from([*POOL, uid, "missing"])))
         kind = draw(st.sampled_from(["user", "assistant", "progress", "boundary", "summary"]))
-        e: dict[str, Any] = {"parentUuid": parent, "isSidechain": draw(st.booleans()) and i % 4 == 3}
+        e: dict[str, Any] = {
+            "parentUuid": parent,
+            "isSidechain": draw(st.booleans()) and i % 4 == 3,
+        }
         e |= {"sessionId": SID, "timestamp": f"2026-01-01T00:00:{draw(st.integers(0, 59)):02d}Z"}
         if kind == "user":
             e |= {"type": "user", "message": {"role": "user", "content": f"prompt {i}"}}
@@ -153,4 +156,6 @@ def test_the_line_reader_ends_and_accounts_for_every_line(junk: bytes, copies: i
     assert non_blank <= numbers  # every line is read or reported
     assert sum(1 for line in lines if line.data == {"uuid": "g", "type": "user"}) >= copies + 1
     for line in lines:
-        json.dumps(line.data, ensure_ascii=False).encode("utf-8")  # storable: no lone surrogate survives
+        json.dumps(line.data, ensure_ascii=False).encode(
+            "utf-8"
+        )  # storable: no lone surrogate survives
