@@ -92,6 +92,8 @@ FORMAT = "claude-code"
 """The format name :func:`graph.importers.detect_format` gives these files."""
 
 _TITLE_TYPES = ("custom-title", "ai-title")
+_NODE_TYPES = ("user", "assistant", "system", "progress")
+"""Claude Code entry types that carry a uuid and become nodes."""
 _ENTRY_TYPES = {"summary", "file-history-snapshot", "queue-operation", "last-prompt", "mode"}
 _ENTRY_TYPES |= {"agent-setting", "pr-link", "attachment", "content-replacement", "relocated"}
 _ENTRY_TYPES |= set(_TITLE_TYPES)
@@ -132,6 +134,15 @@ def _read(path: Path, problems: LineProblems, report: FileReport) -> _Transcript
             else:
                 t.entries[uid] = line
         else:
+            if line.data.get("type") in _NODE_TYPES:
+                report.dropped.append(
+                    (
+                        line.number,
+                        "",
+                        f"a {line.data['type']} entry without a uuid: kept in the "
+                        "session metadata (entries), not as a node",
+                    )
+                )
             t.other.append(line)
     return t
 
