@@ -92,8 +92,6 @@ FORMAT = "claude-code"
 """The format name :func:`graph.importers.detect_format` gives these files."""
 
 _TITLE_TYPES = ("custom-title", "ai-title")
-_NODE_TYPES = ("user", "assistant", "system", "progress")
-"""Claude Code entry types that carry a uuid and become nodes."""
 _ENTRY_TYPES = {"summary", "file-history-snapshot", "queue-operation", "last-prompt", "mode"}
 _ENTRY_TYPES |= {"agent-setting", "pr-link", "attachment", "content-replacement", "relocated"}
 _ENTRY_TYPES |= set(_TITLE_TYPES)
@@ -134,13 +132,14 @@ def _read(path: Path, problems: LineProblems, report: FileReport) -> _Transcript
             else:
                 t.entries[uid] = line
         else:
-            if line.data.get("type") in _NODE_TYPES:
+            kind = line.data.get("type")
+            if kind not in _ENTRY_TYPES:  # a message or event that lost its uuid, or no known entry
                 report.dropped.append(
                     (
                         line.number,
                         "",
-                        f"a {line.data['type']} entry without a uuid: kept in the "
-                        "session metadata (entries), not as a node",
+                        f"an entry of type {kind!r} without a uuid: not a node "
+                        "(kept in the session metadata, under entries)",
                     )
                 )
             t.other.append(line)
