@@ -115,6 +115,28 @@ def test_boundary_naming_itself_or_nothing_is_reported_and_linked(store: BaseSto
     assert L.of([n.id for n in store.context(sid)]) == "cb2 cs2 u3 a3"
 
 
+def test_a_long_cycle_and_many_self_parents_import_in_one_pass(tmp_path: Path) -> None:
+    # 20,000 entries in one cycle plus 5,000 self parents: quadratic work here would not finish.
+    n = 20_000
+    rows = [
+        {"parentUuid": f"c{(i - 1) % n}", "type": "user", "sessionId": "big", "uuid": f"c{i}",
+         "message": {"role": "user", "content": f"m{i}"}}
+        for i in range(n)
+    ] + [
+        {"parentUuid": f"s{i}", "type": "assistant", "sessionId": "big", "uuid": f"s{i}",
+         "message": {"role": "assistant", "content": [{"type": "text", "text": "x"}]}}
+        for i in range(5_000)
+    ]  # fmt: skip
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    store = MemorySessionStore()
+    fr = claude_code.import_file(store, path)
+    assert fr.nodes_added == n + 5_000 and len(fr.relinked) == 1 + 5_000
+    assert store.stats("big").roots == 1 + 5_000
+    branch = store.branch("big", f"c{n - 2}")  # cut at c19999, written last: now the root
+    assert len(branch) == n and branch[0].id == f"c{n - 1}" and branch[0].predecessor is None
+
+
 def test_self_parent_and_three_cycle_are_cut_and_the_rest_imports(
     store: BaseStore, tmp_path: Path
 ) -> None:
@@ -203,7 +225,7 @@ def test_logical_parent_naming_nothing_and_tool_result_off_the_branch_are_report
     fr = claude_code.import_file(store, FIX / "silent-drops.jsonl")
     assert [(line, L.name[n]) for line, n, _ in fr.relinked] == [(6, "cb")]
     assert cc("drops", "gone") in fr.relinked[0][2]
-    assert any(L.id["r1"] in note and "line 4" in note for note in fr.notes)
+    assert any(f"{L.id['r1']} (line 4)" in note for note in fr.notes)
     assert graph_of(store, sid, L) == {
         "u1": None, "a1": "u1", "p1": "a1", "r1": "a1", "a2": "p1",
         "cb": "a2", "cs": "cb", "u2": "cs", "a3": "u2",

@@ -851,13 +851,16 @@ def _note_off_branch(
 ) -> None:
     """Name the tool results left off the head's branch (the next turn follows another entry)."""
     on_head = _branch_of(pred, head)
-    for u in uuids:
-        p = pred[u]
-        if u in artifacts and p in on_head and _is_tool_result(t.entries[u].data):
-            report.notes.append(
-                f"tool result {u} (line {t.entries[u].number}) is off the head's branch: "
-                f"the next turn after {p} follows another entry"
-            )
+    off = [
+        f"{u} (line {t.entries[u].number})"
+        for u in uuids
+        if u in artifacts and pred[u] in on_head and _is_tool_result(t.entries[u].data)
+    ]
+    if off:
+        report.notes.append(
+            f"{len(off)} tool result(s) off the head's branch (the next turn follows a parallel "
+            f"call or a progress entry; they are stored as artifact forks): {', '.join(off)}"
+        )
 
 
 def _is_tool_result(data: Mapping[str, Any]) -> bool:
