@@ -381,3 +381,25 @@ def test_fixture_lines_are_the_real_shape(name: str) -> None:
         if "uuid" in entry:
             assert next(iter(entry)) == "parentUuid"
             assert {"sessionId", "version", "timestamp", "isSidechain"} <= set(entry)
+
+
+def test_idle_watcher_skips_abandoned_sub_agents(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from graph.sqlite_store import SessionStore
+    from memory import IdleWatcher, MemoryWorkspace
+
+    store = SessionStore(tmp_path / "s.db")
+    import_paths(store, [FIX / "agents"])
+    written: list[str] = []
+
+    class Recorder:
+        def write(self, session_id: str, force: bool = False) -> None:
+            written.append(session_id)
+
+    with MemoryWorkspace(tmp_path / "ws") as ws:
+        late = datetime(2030, 1, 1, tzinfo=UTC)
+        IdleWatcher(store, Recorder(), ws, idle=0, clock=lambda: late).poll_once()
+    sid = "3d9e8f0a-5c1b-4a6d-8e9f-0b1c2d3e4f5a"
+    assert sorted(written) == [sid, f"{sid}/agent-acompact-7f3e"]
+    store.close()
