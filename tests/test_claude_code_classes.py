@@ -403,3 +403,19 @@ def test_idle_watcher_skips_abandoned_sub_agents(tmp_path: Path) -> None:
     sid = "3d9e8f0a-5c1b-4a6d-8e9f-0b1c2d3e4f5a"
     assert sorted(written) == [sid, f"{sid}/agent-acompact-7f3e"]
     store.close()
+
+
+def test_a_sub_agent_file_s_damage_is_told_with_its_file_name(tmp_path: Path) -> None:
+    import shutil
+
+    root = tmp_path / "agents"
+    shutil.copytree(FIX / "agents", root)
+    sid = "3d9e8f0a-5c1b-4a6d-8e9f-0b1c2d3e4f5a"
+    agent = root / sid / "subagents" / "agent-a11.jsonl"
+    with agent.open("ab") as f:
+        f.write(b'{"parentUuid":"x","uuid":"torn-')
+    store = MemorySessionStore()
+    (fr,) = import_paths(store, [root]).files
+    assert fr.skipped == []  # the session file's own lines are all fine
+    assert "agent-a11.jsonl line 3: skipped: torn write (truncated last line)" in fr.notes
+    assert store.stats(f"{sid}/agent-a11").nodes == 2

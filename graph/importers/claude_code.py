@@ -732,13 +732,11 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
             if is_agent_file(Path(path)) and t.session_id != Path(path).stem:
                 _import_agent(store, t, t.session_id, {}, report)
             else:
-                _import_main(store, t, report, problems)
+                _import_main(store, t, report)
     return report
 
 
-def _import_main(
-    store: BaseStore, t: _Transcript, report: FileReport, problems: LineProblems
-) -> None:
+def _import_main(store: BaseStore, t: _Transcript, report: FileReport) -> None:
     sid = t.session_id
     main = [u for u, line in t.entries.items() if not line.data.get("isSidechain")]
     side = [u for u, line in t.entries.items() if line.data.get("isSidechain")]
@@ -800,10 +798,32 @@ def _import_main(
     _note_off_branch(t, main, pred, head, artifacts, report)
     tool_calls = _tool_calls(t, main)
     _import_sidechains(store, t, sid, side, tool_calls, report)
+    boundaries = _boundaries(t, main, pred)
     for agent in agent_files(t.path):
-        sub = _read(agent, problems, report)
-        _import_agent(store, sub, sid, tool_calls, report, boundaries=_boundaries(t, main, pred))
+        # The report's line numbers are the session file's: an agent file's line problems and
+        # repairs are told in notes naming that file.
+        agent_problems, agent_report = LineProblems(), FileReport(agent, FORMAT)
+        sub = _read(agent, agent_problems, agent_report)
+        _import_agent(store, sub, sid, tool_calls, agent_report, boundaries=boundaries)
+        _merge_agent_report(report, agent_report, agent_problems)
     _note_missing_agents(t, main, report)
+
+
+def _merge_agent_report(report: FileReport, sub: FileReport, problems: LineProblems) -> None:
+    """Fold a sub-agent file's report into its session file's, its line items as notes."""
+    report.session_ids += sub.session_ids
+    report.nodes_added += sub.nodes_added
+    report.dangling += sub.dangling
+    name = sub.path.name
+    for line, what in problems.skipped:
+        report.notes.append(f"{name} line {line}: skipped: {what}")
+    for line, what in problems.repaired:
+        report.notes.append(f"{name} line {line}: repaired: {what}")
+    for line, node, what in sub.relinked:
+        report.notes.append(f"{name} line {line}: {node}: {what}")
+    for line, node, why in sub.dropped:
+        report.notes.append(f"{name} line {line}: {node}: not stored: {why}")
+    report.notes += sub.notes
 
 
 def _fork_source(
