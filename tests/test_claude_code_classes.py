@@ -185,7 +185,8 @@ def test_branch_copy_stays_its_own_session_linked_to_its_source(store: BaseStore
     assert [n.id for n in store.pending(copy, "memory", "w")] == [kept_apart, *L("u3 a3")]
     head_before = store.session(source)
     again = import_paths(store, [FIX / "branch-copy.jsonl"])
-    assert again.nodes_added == 0 and store.session(source) == head_before
+    assert again.failed == [] and again.nodes_added == 0
+    assert store.session(source) == head_before and store.stats(copy).nodes == 3
 
 
 def test_head_is_the_last_message_not_a_later_hook_entry(store: BaseStore) -> None:

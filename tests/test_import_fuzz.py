@@ -112,14 +112,24 @@ def _walk_everything(store: MemorySessionStore) -> None:
         list(store.pending_by_tip(s.id, "memory", "w"))
 
 
-@given(transcripts())
+@given(transcripts(), st.lists(st.tuples(st.sampled_from(POOL), st.booleans()), max_size=6))
 def test_every_damaged_transcript_imports_and_reports_what_it_does_not_store(
-    drawn: tuple[bytes, list[tuple[int, str, str]]],
+    drawn: tuple[bytes, list[tuple[int, str, str]]], agent: list[tuple[str, bool]]
 ) -> None:
     data, written = drawn
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / f"{SID}.jsonl"
         path.write_bytes(data)
+        # A sub-agent file over the same uuid pool (a forked agent repeats its trunk's entries).
+        folder = Path(d) / SID / "subagents"
+        folder.mkdir(parents=True)
+        rows = [
+            {"parentUuid": agent[i - 1][0] if i and chain else None, "isSidechain": True,
+             "agentId": "f1", "sessionId": SID, "type": "user", "uuid": uid,
+             "message": {"role": "user", "content": f"agent {i}"}}
+            for i, (uid, chain) in enumerate(agent)
+        ]  # fmt: skip
+        (folder / "agent-f1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         store = MemorySessionStore()
         try:
             fr = claude_code.import_file(store, path)
@@ -138,8 +148,11 @@ def test_every_damaged_transcript_imports_and_reports_what_it_does_not_store(
                 assert line in skipped, (line, uid, fr.skipped)
             else:
                 assert uid in stored or (line, uid) in dropped, (line, uid, fr)
-        again = claude_code.import_file(store, path)
-        assert again.nodes_added == 0  # idempotent, damage and all
+        told = " ".join(fr.notes)
+        for i, (uid, _) in enumerate(agent):
+            assert uid in stored or f"agent-f1.jsonl line {i + 1}" in told, (uid, fr)
+        again = claude_code.import_file(store, path)  # raises if the store refuses anything
+        assert again.error is None and again.nodes_added == 0  # idempotent, damage and all
 
 
 @given(st.binary(max_size=400), st.integers(0, 3))

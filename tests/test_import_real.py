@@ -114,7 +114,8 @@ def test_real_file_imports_as_its_runtime_shows_it(name: str) -> None:
         assert store.stats(child.id).nodes == count
         assert child.spawned_from is not None and child.parent_session == sid
         assert len(store.tips(child.id)) == 1
-    assert import_paths(store, [path]).nodes_added == 0
+    again = import_paths(store, [path])
+    assert again.failed == [] and again.nodes_added == 0
 
 
 def test_compaction_agent_links_to_the_boundary_logical_parent() -> None:

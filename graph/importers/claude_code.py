@@ -743,6 +743,7 @@ def _import_main(store: BaseStore, t: _Transcript, report: FileReport) -> None:
     known = stored_ids(store, sid)
     fresh = [u for u in main if u not in known and f"{u}@{sid}" not in known]
     copied, apart = _copies(store, t, sid, _foreign(store, fresh), report) if fresh else ({}, {})
+    apart |= {u: f"{u}@{sid}" for u in main if f"{u}@{sid}" in known}  # kept apart before
     main = [u for u in main if u not in copied]
     links = _link(t, main, known, copied, report)
     pred = links.pred
@@ -1057,6 +1058,7 @@ def _import_spawned(
     # A forked sub-agent's file repeats its parent's entries with their uuids: stored once, there.
     fresh = [u for u in uuids if u not in known and f"{u}@{sid}" not in known]
     copied, apart = _copies(store, t, sid, _foreign(store, fresh), report) if fresh else ({}, {})
+    apart |= {u: f"{u}@{sid}" for u in uuids if f"{u}@{sid}" in known}  # kept apart before
     if copied:
         uuids = [u for u in uuids if u not in copied]
         if not uuids:
