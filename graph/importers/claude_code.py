@@ -105,7 +105,6 @@ class _Transcript:
     path: Path
     entries: dict[str, Line] = field(default_factory=dict)
     other: list[Line] = field(default_factory=list)
-    duplicates: int = 0
 
     @property
     def session_id(self) -> str:
@@ -126,7 +125,7 @@ def _read(path: Path, problems: LineProblems, report: FileReport) -> _Transcript
         uid = line.data.get("uuid")
         if isinstance(uid, str) and uid:
             if uid in t.entries:
-                t.duplicates += 1  # a replayed entry: the earliest copy is kept
+                # a replayed entry: the earliest copy is kept
                 first = t.entries[uid].number
                 report.dropped.append((line.number, uid, f"a replay of line {first}'s uuid"))
             else:
