@@ -143,6 +143,8 @@ def render_tree(store: BaseStore, session: Session) -> Tree:
 
     Chains are drawn flat and each fork opens a sub-tree; the head, rewound nodes, summaries (with the
     number of nodes they cover), spawned sessions and markers per provider are shown on their nodes.
+    Artifact forks (a runtime's bookkeeping beside the conversation, :data:`graph.index.ARTIFACT`)
+    are folded under the node they hang from, so a conversation linear in its runtime reads linear.
     """
     idx = store.index(session.id)
     nodes: dict[str, Node] = {n.id: n for n in store.nodes(session.id)}
@@ -181,8 +183,11 @@ def render_tree(store: BaseStore, session: Session) -> Tree:
         while stack:
             at, n = stack.pop()
             while True:
-                at.add(line(n))
-                below = kids.get(n, ())
+                item = at.add(line(n))
+                below = [c for c in kids.get(n, ()) if not idx.is_artifact(c)]
+                # Artifact forks (bookkeeping entries beside the conversation) fold under their node.
+                folded = [c for c in kids.get(n, ()) if idx.is_artifact(c)]
+                stack.extend((item, c) for c in reversed(folded))
                 if len(below) == 1:
                     n = below[0]
                     continue

@@ -20,6 +20,7 @@ from types import MappingProxyType
 from graph.models import Kind, Role
 
 __all__ = [
+    "ARTIFACT",
     "EMPTY",
     "KIND_MASK",
     "MEMORY_ELIGIBLE",
@@ -36,6 +37,7 @@ __all__ = [
     "as_sibling",
     "is_summary_bits",
     "kind_of_bits",
+    "is_artifact",
     "node_bits",
     "role_of_bits",
     "same_kind_and_role",
@@ -59,8 +61,19 @@ SIBLING = 1 << 6
 REWOUND = 1 << 7
 """Bit 7, in the index only: the node is stamped rewound (the ``rewound`` table is the record)."""
 
+ARTIFACT = 1 << 8
+"""Bit 8: a node on an artifact fork (``metadata["artifact"]`` was true at append): a side branch a
+runtime's bookkeeping made (Claude Code's progress and hook entries, a parallel tool call's result),
+not a person. It is stored like any node but is never a live tip, and a fork whose other children are
+all artifacts is not counted as one. Test it with :func:`is_artifact`."""
+
 _SUMMARY = _KIND_CODE[Kind.SUMMARY]
 _MESSAGE = _KIND_CODE[Kind.MESSAGE]
+
+
+def is_artifact(bits: int) -> bool:
+    """Whether a node with these ``bits`` is on an artifact fork (:data:`ARTIFACT`)."""
+    return bool(bits & ARTIFACT)
 
 
 def node_bits(
@@ -71,6 +84,7 @@ def node_bits(
     scheduled: bool,
     sibling: bool = False,
     rewound: bool = False,
+    artifact: bool = False,
 ) -> int:
     """Pack a node's kind, role and flags into the ``bits`` column (``rewound``: the index's flag)."""
     return (
@@ -80,6 +94,7 @@ def node_bits(
         | (SCHEDULED if scheduled else 0)
         | (SIBLING if sibling else 0)
         | (REWOUND if rewound else 0)
+        | (ARTIFACT if artifact else 0)
     )
 
 
@@ -137,6 +152,11 @@ class NodeInfo:
     def scheduled(self) -> bool:
         """Whether the node is a runtime-scheduled turn."""
         return bool(self.bits & SCHEDULED)
+
+    @property
+    def artifact(self) -> bool:
+        """Whether the node is on an artifact fork (see :data:`ARTIFACT`)."""
+        return is_artifact(self.bits)
 
     @property
     def rewound(self) -> bool:
@@ -226,6 +246,10 @@ class IndexQueries:
     def is_rewound(self, node_id: str) -> bool:
         """Whether the node is stamped rewound."""
         return bool(self.bits[node_id] & REWOUND)
+
+    def is_artifact(self, node_id: str) -> bool:
+        """Whether the node is on an artifact fork (see :data:`ARTIFACT`)."""
+        return bool(self.bits[node_id] & ARTIFACT)
 
     def is_sibling(self, node_id: str) -> bool:
         """Whether the node is a sibling-layout summary (its covered nodes are not its ancestors)."""

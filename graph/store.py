@@ -152,6 +152,7 @@ def _row_of(node: Node) -> NodeRow:
         node.role,
         empty=not content_text(node.content).strip(),
         scheduled=bool(meta.get("scheduled")),
+        artifact=bool(meta.get("artifact")),
     )
     return NodeRow(
         node.id,
@@ -995,12 +996,15 @@ class BaseStore(ABC):
         return [NodeId(t) for t in walks.live_tips(self._index(session_id))]
 
     def stats(self, session_id: str) -> SessionStats:
-        """Count the session's nodes, roots, forks, rewound nodes, summaries, live tips and spawns."""
+        """Count the session's nodes, roots, forks, rewound nodes, summaries, live tips and spawns.
+
+        A fork is a node with two or more children not on artifact forks (:data:`graph.index.ARTIFACT`).
+        """
         idx = self._index(session_id)
         return SessionStats(
             nodes=len(idx),
             roots=sum(1 for p in idx.pred.values() if p is None),
-            forks=sum(1 for k in idx.children.values() if len(k) > 1),
+            forks=walks.fork_count(idx),
             rewound=idx.rewound,
             summaries=sum(1 for n in idx.pred if idx.is_summary(n)),
             live_tips=len(walks.live_tips(idx)),

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from graph.index import (
+    ARTIFACT,
     KIND_MASK,
     REWOUND,
     SIBLING,
@@ -35,6 +36,7 @@ __all__ = [
     "PendingWalk",
     "branch_ids",
     "context_ids",
+    "fork_count",
     "find_marker_gap",
     "is_ancestor",
     "live_tips",
@@ -235,8 +237,9 @@ def live_tips(index: Index) -> list[str]:
     """Return the live tips, newest first.
 
     A live tip is a message that is not rewound and has no live message below it: event nodes (progress
-    entries, snapshots) after a message do not hide it, and rewound nodes do not count as children.
-    One pass over the nodes in reverse insertion order.
+    entries, snapshots) after a message do not hide it, rewound nodes do not count as children, and
+    nodes on artifact forks (:data:`graph.index.ARTIFACT`) are neither tips nor hide one. One pass over
+    the nodes in reverse insertion order.
     """
     below: set[str] = set()
     tips: list[str] = []
@@ -244,7 +247,7 @@ def live_tips(index: Index) -> list[str]:
     order: Iterable[str] = reversed(pred)  # type: ignore[arg-type]  # a dict or its read-only proxy
     for n in order:
         b = bits[n]
-        live = b & KIND_MASK == _MESSAGE and not b & REWOUND
+        live = b & KIND_MASK == _MESSAGE and not b & (REWOUND | ARTIFACT)
         if live or n in below:
             if live and n not in below:
                 tips.append(n)
@@ -252,6 +255,16 @@ def live_tips(index: Index) -> list[str]:
             if p is not None:
                 below.add(p)
     return tips
+
+
+def fork_count(index: Index) -> int:
+    """How many nodes have two or more children that are not on artifact forks."""
+    bits = index.bits
+    count = 0
+    for kids in index.children.values():
+        if len(kids) > 1 and sum(1 for c in kids if not bits[c] & ARTIFACT) > 1:
+            count += 1
+    return count
 
 
 def context_ids(index: Index, head: str | None) -> list[str]:

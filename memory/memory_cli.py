@@ -45,6 +45,7 @@ from rich.table import Table
 
 from graph.cli import open_store, resolve_session
 from graph.errors import GraphError
+from graph.lineage import is_abandoned
 from graph.models import to_micros
 from graph.store import BaseStore
 from memory import caps
@@ -374,8 +375,10 @@ def write(
         if sessions:
             ids = [resolve_session(store, s).id for s in sessions]
         else:
-            ids = [
-                s.id for s in store.sessions(100_000) if store.pending_ids(s.id, PROVIDER, ws.id)
+            ids = [  # abandoned sub-agents (spawned from a rewound node) are written only by id
+                s.id
+                for s in store.sessions(100_000)
+                if store.pending_ids(s.id, PROVIDER, ws.id) and not is_abandoned(store, s)
             ]
         pipeline = WritePipeline(ws, store)
         failed = 0

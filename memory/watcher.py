@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from graph.lineage import is_abandoned
 from graph.models import to_micros, utcnow
 from graph.store import BaseStore
 from memory.pipeline import FailureReason, WriteFailure
@@ -97,8 +98,8 @@ class IdleWatcher:
         cutoff = self.clock() - timedelta(seconds=self.idle)
         outcomes = []
         for session in self.store.sessions(self.limit):
-            if session.updated_at > cutoff:
-                continue
+            if session.updated_at > cutoff or is_abandoned(self.store, session):
+                continue  # not idle yet, or a sub-agent of a rewound node (abandoned work)
             stamp = to_micros(session.updated_at)
             seen = self.workspace.watch_status(session.id)
             if seen is not None and seen[0] == stamp:

@@ -31,8 +31,12 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
-"""The shared corpus of real transcripts (present beside the repository, never copied into it)."""
+CORPUS = Path(
+    os.environ.get("SESSIONGRAPH_CORPUS")
+    or Path(__file__).resolve().parents[2] / "shared" / "corpus"
+)
+"""The shared corpus of real transcripts (beside the repository, or ``$SESSIONGRAPH_CORPUS``; never
+copied into it)."""
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from graph.importers import (
     pi,
     transcript_files,
 )
+from graph.index import ARTIFACT
 from graph.store import BaseStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,7 +51,8 @@ def test_damaged_claude_code_file_is_repaired_and_reported(store: BaseStore) -> 
     sid = "3e8f1a20-6b7c-4d5e-8f90-a1b2c3d4e5f6"
     J = {k: cc("damaged", k) for k in "u1 a1 u2 a2 u3 a3 p1 r1 a4 u4 a5".split()}
     st = store.stats(sid)
-    assert (st.nodes, st.roots, st.forks, st.rewound, st.summaries) == (11, 1, 2, 2, 0)
+    assert (st.nodes, st.roots, st.forks, st.rewound, st.summaries) == (11, 1, 1, 2, 0)
+    assert store.index(sid).bits[J["p1"]] & ARTIFACT  # the progress entry beside r1: not a branch
     assert store.session(sid).head == J["a5"]
     assert store.node(J["u4"]).text == "Danke sch\ufffdn"
     assert store.node(J["r1"]).role == "tool" and store.node(J["a4"]).predecessor == J["r1"]
@@ -67,8 +69,13 @@ def test_quick_start_example_has_fork_rewind_compaction_and_sub_agent(store: Bas
     E = {k: cc("example", k) for k in names}
     st = store.stats(sid)
     assert (st.nodes, st.roots, st.forks, st.rewound, st.summaries, st.spawned) == (
-        18, 1, 2, 2, 1, 1,
-    )  # fmt: skip
+        18,
+        1,
+        1,
+        2,
+        1,
+        1,
+    )  # fmt: skip (the progress entry pg1 beside r1 is an artifact fork, the rewind a user branch)
     assert store.session(sid).head == E["a8"]
     (child,) = store.spawns(sid)
     assert child.spawned_from == E["a5"] and ids(store.branch(child.id)) == [E["s1"], E["s2"]]
@@ -111,19 +118,32 @@ def test_grown_file_imports_only_the_new_entries(store: BaseStore, tmp_path: Pat
 
 def test_a_failing_file_leaves_nothing_and_others_still_import(tmp_path: Path) -> None:
     store = MemorySessionStore()
-    bad = tmp_path / "cycle.jsonl"
-    rows = [
-        {"type": "user", "uuid": "x1", "parentUuid": "x2", "sessionId": "cyc", "message": {"role": "user", "content": "a"}},
-        {"type": "user", "uuid": "x2", "parentUuid": "x1", "sessionId": "cyc", "message": {"role": "user", "content": "b"}},
-    ]  # fmt: skip
-    bad.write_bytes(b"\n".join(orjson.dumps(r) for r in rows) + b"\n")
+    bad = tmp_path / "broken.sgbundle"
+    bad.write_bytes(b"SGBUNDLE not msgpack at all")
     report = import_paths(store, [bad, EXAMPLE])
     failed = {str(f.path): f.error for f in report.files if f.error}
-    assert list(failed) == [str(bad)] and "CycleError" in failed[str(bad)]
+    assert list(failed) == [str(bad)]
     assert {s.id for s in store.sessions()} == {
         "7d3c9a52-4f1e-4b8a-9c2d-1e5f6a7b8c90",
         f"7d3c9a52-4f1e-4b8a-9c2d-1e5f6a7b8c90/sidechain-{cc('example', 's1')}",
     }
+
+
+def test_a_parent_cycle_is_cut_and_reported(store: BaseStore, tmp_path: Path) -> None:
+    path = tmp_path / "cycle.jsonl"
+    rows = [
+        {"type": "user", "uuid": "x1", "parentUuid": "x2", "sessionId": "cyc", "message": {"role": "user", "content": "a"}},
+        {"type": "user", "uuid": "x2", "parentUuid": "x1", "sessionId": "cyc", "message": {"role": "user", "content": "b"}},
+    ]  # fmt: skip
+    path.write_bytes(b"\n".join(orjson.dumps(r) for r in rows) + b"\n")
+    fr = claude_code.import_file(store, path)
+    assert fr.error is None and fr.nodes_added == 2
+    assert [(line, node) for line, node, _ in fr.relinked] == [(2, "x2")]
+    assert "x1 (line 1), x2 (line 2)" in fr.relinked[0][2]
+    assert (
+        store.node("x2").predecessor is None and store.node("x2").metadata["cycle_parent"] == "x1"
+    )
+    assert store.node("x1").predecessor == "x2" and store.session("cyc").head == "x2"
 
 
 def test_dangling_parent_becomes_a_root_and_is_reported(store: BaseStore, tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Importers: the transcripts agent runtimes write, as sessions in a store, ids kept (DESIGN.md 5).
+"""Importers: the transcripts agent runtimes write, as sessions in a store, ids kept.
 
 :func:`import_paths` takes files or directories, tells each file's format (:func:`detect_format`) and
 imports it with its format's ``import_file``, one transaction per file: a file that fails leaves
@@ -16,7 +16,6 @@ from pathlib import Path
 
 import orjson
 
-from graph.errors import GraphError
 from graph.importers import claude_code, codex, pi
 from graph.importers.report import FileReport, ImportReport, TranscriptError
 from graph.store import BaseStore
@@ -59,7 +58,12 @@ def _is_bundle(path: Path) -> bool:
 
 
 def detect_format(path: Path) -> str:
-    """Tell a file's format from its name and first entries.
+    """Tell a file's format from its name and its header entries.
+
+    A pi session header (``{"type":"session",...}``) or a Codex ``session_meta`` among the first 50
+    lines decides, wherever it is: a stray line before it (a Claude-like ``{"type":"user"}``) does
+    not make the file Claude Code. Otherwise a line with Claude Code's ``uuid``/``parentUuid``/
+    ``sessionId`` or entry types makes it Claude Code, then pi entries without a header (v1).
 
     Returns:
         ``"claude-code"``, ``"pi"``, ``"codex"`` or ``"bundle"``.
@@ -71,6 +75,7 @@ def detect_format(path: Path) -> str:
     path = Path(path)
     if _is_bundle(path):
         return "bundle"
+    claude = pi_entries = False
     with path.open("rb") as f:
         for _, raw in zip(range(50), f, strict=False):
             try:
@@ -85,9 +90,13 @@ def detect_format(path: Path) -> str:
             if kind in _CODEX_TYPES and "payload" in obj:
                 return "codex"
             if "uuid" in obj or "parentUuid" in obj or "sessionId" in obj or kind in _CLAUDE_TYPES:
-                return "claude-code"
-            if "parentId" in obj and kind in ("message", "model_change", "compaction"):
-                return "pi"
+                claude = True
+            elif "parentId" in obj and kind in ("message", "model_change", "compaction"):
+                pi_entries = True
+    if claude:
+        return "claude-code"
+    if pi_entries:
+        return "pi"
     raise TranscriptError(path, "not a Claude Code, pi or Codex transcript, nor a session bundle")
 
 
@@ -141,18 +150,22 @@ def transcript_files(paths: Sequence[Path]) -> list[Path]:
     return list(dict.fromkeys(out))
 
 
-def _start_time(path: Path) -> str:
-    """The first timestamp of a file (sources of forks are older than the forks)."""
+def _order_key(path: Path) -> tuple[str, bool, str]:
+    """Sort key of a file in an import run: its first timestamp, copies after sources, its path.
+
+    A fork's source is older than the fork, and a Claude Code ``/branch`` copy keeps the source's
+    timestamps but marks its entries ``forkedFrom``, so a copy sorts after the file it copies.
+    """
     try:
         with path.open("rb") as f:
             obj = orjson.loads(f.readline())
     except (OSError, orjson.JSONDecodeError):
-        return ""
+        return "", False, str(path)
     if not isinstance(obj, dict):
-        return ""
+        return "", False, str(path)
     payload = obj.get("payload")
     stamp = payload.get("timestamp") if isinstance(payload, dict) else obj.get("timestamp")
-    return stamp if isinstance(stamp, str) else ""
+    return (stamp if isinstance(stamp, str) else ""), "forkedFrom" in obj, str(path)
 
 
 def import_file(store: BaseStore, path: Path, fmt: str | None = None) -> FileReport:
@@ -192,7 +205,7 @@ def import_paths(
     """Import every transcript under ``paths`` (files or directories), each in its own transaction.
 
     Files are imported oldest first by their first timestamp (so a fork's source precedes the fork),
-    then by path. A file that cannot be read or that the store refuses is reported with ``error`` set
+    a Claude Code ``/branch`` copy after its source, then by path. A file that cannot be read or that the store refuses is reported with ``error`` set
     and leaves nothing behind; the others still import.
 
     Args:
@@ -204,13 +217,13 @@ def import_paths(
         One :class:`FileReport` per file and the stats of every session touched.
     """
     files = transcript_files(paths)
-    files.sort(key=lambda f: (_start_time(f), str(f)))
+    files.sort(key=_order_key)
     report = ImportReport()
     for done, path in enumerate(files, 1):
         start = time.perf_counter()
         try:
             fr = import_file(store, path)
-        except (GraphError, OSError) as e:
+        except Exception as e:  # GraphError, OSError, or anything unforeseen: this file only
             fr = FileReport(path, _safe_format(path), error=f"{type(e).__name__}: {e}")
             fr.seconds = time.perf_counter() - start
         report.files.append(fr)

@@ -36,7 +36,7 @@ def file_import(path: Path, fmt: str) -> Iterator[tuple[FileReport, LineProblems
     """Frame one file's import: yield its report and line-problem log, then fill the report in.
 
     The cyclic GC is paused throughout (a transcript's lines stay alive until its one transaction
-    commits, DESIGN.md 7). On leaving, the skipped and repaired lines join the report and
+    commits, and collecting them over and over slows a large import). On leaving, the skipped and repaired lines join the report and
     ``report.seconds`` is set to the wall time taken (seconds). The caller opens the transaction.
     """
     start = time.perf_counter()

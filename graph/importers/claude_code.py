@@ -1,6 +1,6 @@
 """Claude Code transcripts (``~/.claude/projects/<project>/<session>.jsonl``) as sessions.
 
-Mapping (DESIGN.md 5, corpus ``FORMATS.md`` section 1):
+How entries become nodes:
 
 * Every entry with a ``uuid`` is a node with that id; ``parentUuid`` is its predecessor. The session id
   is the entries' ``sessionId``. Several assistant entries of one API response stay separate nodes
@@ -17,22 +17,39 @@ Mapping (DESIGN.md 5, corpus ``FORMATS.md`` section 1):
 * Compaction: a ``system/compact_boundary`` entry (``parentUuid: null``) gets its ``logicalParentUuid``
   as predecessor when that node exists (the original null parent is kept in the metadata), so the
   session stays one tree. The following ``isCompactSummary`` entry becomes a ``summary`` node whose
-  covers are the whole branch up to the logical parent (inline layout: they are its ancestors).
+  covers are the whole branch up to the boundary's predecessor (inline layout: they are its
+  ancestors). With ``compactMetadata.preservedSegment`` the kept head follows the summary and the
+  boundary follows the last replaced entry, so the summary covers only what it replaced and the kept
+  tail stays live (the logical parent is then the kept tail: following it would be a cycle).
 * Sub-agents: inline sidechains (``isSidechain: true``, older builds) and ``<session>/subagents/
   agent-*.jsonl`` (and ``agent-*.jsonl`` beside the session file) become spawned sessions, ids
   ``<session>/sidechain-<root uuid>`` and ``<session>/agent-<agentId>``, linked to the assistant node
   holding the ``Task`` tool call that started them (found through the ``agent-*.meta.json`` sidecar,
   the tool result's ``toolUseResult.agentId``, ``agent_progress`` entries, or the prompt text), else
-  to the main node the agent's first entry names as parent (the compaction agent).
+  to the main node the agent's first entry names as parent. The compaction agent
+  (``agent-acompact-*``) is linked to its boundary's logical parent; hook reminders replayed into an
+  agent's file are artifacts.
 * Rewinds: a node with two or more user-prompt children (text typed by the user, not tool results,
   progress or meta entries) at different times is a rewind; every branch below it except the one
-  holding the head (else the newest) is stamped rewound, as :meth:`BaseStore.rewind` does. Recording
-  artifacts (a tool call's progress entry beside its result, parallel tool calls) stay plain forks.
-* The head is the newest leaf of the main conversation in file order (appends, not timestamps).
-* A parent that is in no file read (and not stored) is dangling: the node becomes a root, the parent is
-  kept as ``metadata["dangling_parent"]`` and reported. Entries whose uuid another session already
-  holds (a resumed or ``--fork-session`` copy) are not stored twice: when the transcript's own session
-  does not exist yet, its new entries join the session holding the copied ones.
+  holding the head (else the newest) is stamped rewound, as :meth:`BaseStore.rewind` does.
+* Artifact forks: at a node with several children, every child off the kept branch (the head's, else
+  the one written last) whose subtree holds no typed prompt (a progress or hook entry beside a tool
+  result, a parallel tool call's result) is flagged ``metadata["artifact"]`` with its subtree: stored,
+  but never a tip and not counted as a fork (:data:`graph.index.ARTIFACT`). A tool result left off the
+  head's branch that way is named in the report's notes.
+* The head is the last message (``user``/``assistant`` entry) of the main conversation in file order:
+  never an event written after it, never a sidechain entry.
+* Damage (all reported; see :class:`~graph.importers.report.FileReport`): a self parent, a
+  ``logicalParentUuid`` naming itself or nothing, and links closing a cycle are cut (``relinked``);
+  a parent that is in no file read (and not stored) is dangling: the node becomes a root, the parent is
+  kept as ``metadata["dangling_parent"]`` (``dangling``); a replayed uuid keeps its first copy
+  (``dropped``). Every walk is bounded by the number of entries.
+* Each file is its own session. Entries whose uuid another session holds (a ``/branch`` or
+  ``--fork-session`` copy, a forked sub-agent repeating its trunk) are stored once: identical ones stay
+  in the session holding them (``dropped``), the copy's next entry becomes a root with
+  ``metadata["forked_from"]``, and the session metadata names the source (``forked_from``); one with
+  another predecessor or content is stored apart as ``<uuid>@<session>`` (``relinked``). Importing a
+  file never moves another session's head.
 """
 
 from __future__ import annotations
@@ -56,7 +73,7 @@ from graph.importers._common import (
     stored_ids,
 )
 from graph.importers.jsonl import Line, LineProblems, read_jsonl
-from graph.importers.report import FileReport
+from graph.importers.report import FileReport, TranscriptError
 from graph.models import (
     Block,
     Content,
@@ -75,6 +92,10 @@ FORMAT = "claude-code"
 """The format name :func:`graph.importers.detect_format` gives these files."""
 
 _TITLE_TYPES = ("custom-title", "ai-title")
+_ENTRY_TYPES = {"summary", "file-history-snapshot", "queue-operation", "last-prompt", "mode"}
+_ENTRY_TYPES |= {"agent-setting", "pr-link", "attachment", "content-replacement", "relocated"}
+_ENTRY_TYPES |= set(_TITLE_TYPES)
+"""Claude Code entry types written without a uuid (kept in the session metadata)."""
 
 
 @dataclass
@@ -84,7 +105,6 @@ class _Transcript:
     path: Path
     entries: dict[str, Line] = field(default_factory=dict)
     other: list[Line] = field(default_factory=list)
-    duplicates: int = 0
 
     @property
     def session_id(self) -> str:
@@ -99,16 +119,28 @@ class _Transcript:
         return self.path.stem
 
 
-def _read(path: Path, problems: LineProblems) -> _Transcript:
+def _read(path: Path, problems: LineProblems, report: FileReport) -> _Transcript:
     t = _Transcript(path)
     for line in read_jsonl(path, problems):
         uid = line.data.get("uuid")
         if isinstance(uid, str) and uid:
             if uid in t.entries:
-                t.duplicates += 1  # a replayed entry: the earliest copy is kept
+                # a replayed entry: the earliest copy is kept
+                first = t.entries[uid].number
+                report.dropped.append((line.number, uid, f"a replay of line {first}'s uuid"))
             else:
                 t.entries[uid] = line
         else:
+            kind = line.data.get("type")
+            if kind not in _ENTRY_TYPES:  # a message or event that lost its uuid, or no known entry
+                report.dropped.append(
+                    (
+                        line.number,
+                        "",
+                        f"an entry of type {kind!r} without a uuid: not a node "
+                        "(kept in the session metadata, under entries)",
+                    )
+                )
             t.other.append(line)
     return t
 
@@ -236,7 +268,12 @@ def _event_text(data: Mapping[str, Any]) -> str:
 
 
 def _node(
-    sid: str, line: Line, predecessor: str | None, when: datetime, extra: Mapping[str, Any]
+    sid: str,
+    line: Line,
+    predecessor: str | None,
+    when: datetime,
+    extra: Mapping[str, Any],
+    node_id: str | None = None,
 ) -> Node:
     data = line.data
     meta: dict[str, Any] = {k: v for k, v in data.items() if k not in ("uuid", "parentUuid")}
@@ -268,7 +305,7 @@ def _node(
         else:
             role = Role.USER
     return Node(
-        id=data["uuid"],
+        id=node_id or data["uuid"],
         session_id=sid,
         predecessor=predecessor,
         kind=kind,
@@ -282,20 +319,219 @@ def _node(
 # ------------------------------------------------------------------------------------- graph
 
 
-def _preds(t: _Transcript, uuids: Sequence[str], known: Mapping[str, Any]) -> dict[str, Any]:
-    """Predecessor of each entry after the compaction relink, or ("dangling", parent)."""
+@dataclass
+class _Links:
+    """The predecessor of each entry of one session's import, after the repairs, in uuid space.
+
+    ``pred`` maps every imported uuid to its predecessor (None for a root); it is acyclic. ``extra``
+    holds the metadata each repair adds to a node (``dangling_parent``, ``cycle_parent``, ...).
+    """
+
+    pred: dict[str, str | None] = field(default_factory=dict)
+    extra: dict[str, dict[str, Any]] = field(default_factory=dict)
+    logical: set[str] = field(default_factory=set)
+
+
+def _is_boundary(data: Mapping[str, Any]) -> bool:
+    return data.get("type") == "system" and data.get("subtype") == "compact_boundary"
+
+
+def _link(
+    t: _Transcript,
+    uuids: Sequence[str],
+    known: Mapping[str, Any],
+    copied: Mapping[str, str],
+    report: FileReport,
+    outside: Mapping[str, Any] | None = None,
+) -> _Links:
+    """Resolve every entry's predecessor, repairing what would make the graph wrong or endless.
+
+    * ``parentUuid: null`` with a ``logicalParentUuid`` (a compaction boundary) links to the logical
+      parent when it is in the file or stored. One naming nothing or itself is reported, and the
+      boundary links to the newest message written before it (what the logical parent names in a
+      sound file: the last message before the compaction).
+    * A preserved-segment compaction (``compactMetadata.preservedSegment``) is laid out as the runtime
+      reads it back: the kept head follows the summary, and the boundary follows the last replaced
+      entry (the head's recorded parent), so the summary covers exactly the replaced span.
+    * A self parent, or a link closing a cycle, is cut (the entry becomes a root, the recorded parent
+      kept as ``metadata["cycle_parent"]``) and reported with the ids and lines of the cycle.
+    * A parent in no file read and not stored is dangling (``metadata["dangling_parent"]``); one held
+      by another session as an identical copy makes a fork root (``metadata["forked_from"]``); one in
+      ``outside`` (a sub-agent's trunk session) is kept as ``metadata["parent_in_session"]``.
+
+    Every walk here is bounded by the number of entries.
+    """
     inside = set(uuids)
-    out: dict[str, Any] = {}
+    out = _Links()
+    pred, extra = out.pred, out.extra
+    lines = {u: t.entries[u].number for u in uuids}
+
+    def stored(p: str) -> bool:
+        return p in inside or p in known
+
+    last_message: str | None = None  # the newest message before the entry, in file order
     for u in uuids:
         data = t.entries[u].data
         parent = data.get("parentUuid")
         logical = data.get("logicalParentUuid")
-        if parent is None and isinstance(logical, str) and (logical in inside or logical in known):
-            out[u] = logical
-        elif parent is None or parent in inside or parent in known:
-            out[u] = parent
+        if parent is not None and not isinstance(parent, str):
+            report.relinked.append((lines[u], u, f"parentUuid {parent!r} is not an id; a root"))
+            parent = None
+        if parent is None and isinstance(logical, str):
+            extra.setdefault(u, {})["parentUuid"] = None
+            parent = logical
+            broken = None
+            if logical == u:
+                broken = "its own logicalParentUuid (a cycle of one)"
+            elif stored(logical):
+                out.logical.add(u)
+            elif logical not in copied and not (outside and logical in outside):
+                broken = f"logicalParentUuid {logical} names no entry"
+            if broken is not None:
+                extra[u]["logical_parent"] = logical
+                parent = last_message if _is_boundary(data) else None
+                where = f"linked after {parent}, the last message before it" if parent else "a root"
+                report.relinked.append((lines[u], u, f"{broken}; {where}"))
+        if data.get("type") in ("user", "assistant"):
+            last_message = u
+        if parent is None:
+            pred[u] = None
+        elif parent == u:
+            extra.setdefault(u, {})["cycle_parent"] = u
+            report.relinked.append((lines[u], u, "its own parent (a cycle of one); cut, a root"))
+            pred[u] = None
+        elif stored(parent):
+            pred[u] = parent
+        elif parent in copied:
+            extra.setdefault(u, {})["forked_from"] = {"session": copied[parent], "node": parent}
+            pred[u] = None
+        elif outside is not None and parent in outside:
+            extra.setdefault(u, {})["parent_in_session"] = {"node": parent}
+            pred[u] = None
         else:
-            out[u] = ("dangling", parent)
+            extra.setdefault(u, {})["dangling_parent"] = parent
+            report.dangling.append((u, parent))
+            pred[u] = None
+    _relink_preserved(t, uuids, out, report)
+    _cut_cycles(out, lines, report)
+    return out
+
+
+def _relink_preserved(
+    t: _Transcript, uuids: Sequence[str], links: _Links, report: FileReport
+) -> None:
+    """Lay out preserved-segment compactions as the runtime reads them back (see :func:`_link`)."""
+    pred = links.pred
+    summary_of: dict[str, str] = {}
+    for u in uuids:
+        p = pred[u]
+        if p is not None and t.entries[u].data.get("isCompactSummary") and p not in summary_of:
+            summary_of[p] = u
+    position = {u: i for i, u in enumerate(uuids)}
+    for b in uuids:
+        data = t.entries[b].data
+        meta = data.get("compactMetadata")
+        seg = meta.get("preservedSegment") if isinstance(meta, Mapping) else None
+        if not _is_boundary(data) or not isinstance(seg, Mapping):
+            continue
+        head, tail, anchor = seg.get("headUuid"), seg.get("tailUuid"), seg.get("anchorUuid")
+        if not isinstance(head, str) or head not in pred or head == b:
+            report.relinked.append(
+                (t.entries[b].number, b, f"preservedSegment head {head!r} names no entry; ignored")
+            )
+            continue
+        summary = summary_of.get(b)
+        to = anchor if isinstance(anchor, str) and anchor in pred and anchor != head else b
+        if to == b and summary is not None:
+            to = summary  # the kept tail reads after the summary, as the runtime shows it
+        kept: set[str] = set()
+        n: str | None = tail if isinstance(tail, str) and tail in pred else head
+        for _ in range(len(pred)):
+            if n is None or n in kept or n not in pred:
+                break
+            kept.add(n)
+            if n == head:
+                break
+            n = pred[n]
+        kept.add(head)
+        before = pred[head]
+        if before is None or before in kept or before in (b, summary, to):
+            # The file already re-linked the head: the replaced span ends at the newest entry
+            # written before the boundary that is not kept.
+            before = next(
+                (
+                    u
+                    for u in reversed(uuids[: position[b]])
+                    if u not in kept and t.entries[u].data.get("type") in ("user", "assistant")
+                ),
+                None,
+            )
+        pred[head] = to
+        links.extra.setdefault(head, {})["recorded_parent"] = t.entries[head].data.get("parentUuid")
+        report.relinked.append(
+            (t.entries[head].number, head, f"preserved segment head, re-linked under {to}")
+        )
+        if pred[b] != before:
+            pred[b] = before
+            links.logical.discard(b)
+            report.relinked.append(
+                (
+                    t.entries[b].number,
+                    b,
+                    f"compaction boundary linked after the replaced span ({before})",
+                )
+            )
+
+
+def _cut_cycles(links: _Links, lines: Mapping[str, int], report: FileReport) -> None:
+    """Cut every cycle of ``links.pred`` at one link, in one pass over the entries (linear time).
+
+    The cut link is a compaction's logical link when the cycle has one (it is not causal), else the
+    link of the entry written last.
+    """
+    pred = links.pred
+    done: set[str] = set()
+    for start in pred:
+        if start in done:
+            continue
+        path: list[str] = []
+        on_path: dict[str, int] = {}
+        n: str | None = start
+        while n is not None and n in pred and n not in done and n not in on_path:
+            on_path[n] = len(path)
+            path.append(n)
+            n = pred[n]
+        if n is not None and n in on_path:
+            cycle = path[on_path[n] :]
+            logical = [c for c in cycle if c in links.logical]
+            cut = max(logical or cycle, key=lambda c: lines[c])
+            links.extra.setdefault(cut, {})["cycle_parent"] = pred[cut]
+            pred[cut] = None
+            links.logical.discard(cut)
+            members = ", ".join(
+                f"{c} (line {lines[c]})" for c in sorted(cycle, key=lines.__getitem__)
+            )
+            report.relinked.append((lines[cut], cut, f"closes a cycle of {members}; cut, a root"))
+        done.update(path)
+
+
+def _order(uuids: Sequence[str], pred: Mapping[str, str | None]) -> list[str]:
+    """``uuids`` with every entry after its predecessor (``pred`` is acyclic)."""
+    inside = set(uuids)
+    kids: dict[str, list[str]] = {}
+    roots = []
+    for u in uuids:
+        p = pred[u]
+        if p is not None and p in inside:
+            kids.setdefault(p, []).append(u)
+        else:
+            roots.append(u)
+    out: list[str] = []
+    stack = list(reversed(roots))
+    while stack:
+        u = stack.pop()
+        out.append(u)
+        stack.extend(reversed(kids.get(u, ())))
     return out
 
 
@@ -309,13 +545,27 @@ def _times(t: _Transcript, uuids: Sequence[str]) -> dict[str, datetime]:
 
 
 def _covers(pred: Mapping[str, Any], known: Mapping[str, Any], last: str) -> list[str]:
+    """The branch ending at ``last``, root first (at most as many steps as there are nodes)."""
     path = []
     n: Any = last
-    while isinstance(n, str):
+    for _ in range(len(pred) + len(known) + 1):
+        if not isinstance(n, str):
+            break
         path.append(n)
         n = pred[n] if n in pred else known.get(n)
     path.reverse()
     return path
+
+
+def _head(t: _Transcript, uuids: Sequence[str]) -> str | None:
+    """The entry the runtime resumes from: the last message of the main conversation in file order.
+
+    Events (progress, hook and system entries) are never the head, however late their timestamps.
+    """
+    for u in reversed(uuids):
+        if t.entries[u].data.get("type") in ("user", "assistant"):
+            return u
+    return None
 
 
 def _newest_leaf(uuids: Sequence[str], pred: Mapping[str, Any]) -> str | None:
@@ -324,6 +574,15 @@ def _newest_leaf(uuids: Sequence[str], pred: Mapping[str, Any]) -> str | None:
         if u not in has_child:
             return u
     return uuids[-1] if uuids else None
+
+
+def _branch_of(pred: Mapping[str, str | None], head: str | None) -> set[str]:
+    out: set[str] = set()
+    n = head
+    while n is not None and n in pred and n not in out:
+        out.add(n)
+        n = pred[n]
+    return out
 
 
 def _rewinds(
@@ -335,11 +594,7 @@ def _rewinds(
         p = pred[u]
         if isinstance(p, str) and _is_prompt(t.entries[u].data):
             prompts.setdefault(p, []).append(u)
-    on_head = set()
-    n: Any = head
-    while isinstance(n, str) and n in pred:
-        on_head.add(n)
-        n = pred[n]
+    on_head = _branch_of(pred, head)
     out = []
     for point, kids in prompts.items():
         stamps = {k: str(t.entries[k].data.get("timestamp", "")) for k in kids}
@@ -352,9 +607,94 @@ def _rewinds(
     return out
 
 
+def _artifacts(
+    t: _Transcript, uuids: Sequence[str], pred: Mapping[str, str | None], head: str | None
+) -> set[str]:
+    """The entries on artifact forks: side branches the runtime's bookkeeping made, not a person.
+
+    At every entry with two or more children, the child kept is the one on the head's branch (else
+    the one whose subtree was written last); every other child whose subtree holds no user prompt
+    (a progress or hook entry, a parallel tool call's result, a retried reply) is an artifact, with
+    its whole subtree. A sibling subtree holding a prompt is a user branch (a rewind, a re-prompt).
+    """
+    order = _order(uuids, pred)
+    kids: dict[str, list[str]] = {}
+    for u in order:
+        p = pred[u]
+        if p is not None:
+            kids.setdefault(p, []).append(u)
+    prompt: dict[str, bool] = {}
+    newest: dict[str, int] = {}
+    for u in reversed(order):
+        below = kids.get(u, ())
+        prompt[u] = _is_prompt(t.entries[u].data) or any(prompt[c] for c in below)
+        newest[u] = max([t.entries[u].number, *(newest[c] for c in below)])
+    on_head = _branch_of(pred, head)
+    out: set[str] = set()
+    for p, below in kids.items():
+        if len(below) < 2 or p in out:
+            continue
+        keep = next((c for c in below if c in on_head), None) or max(below, key=newest.__getitem__)
+        for c in below:
+            if c == keep or prompt[c]:
+                continue
+            stack = [c]
+            while stack:
+                n = stack.pop()
+                if n not in out:
+                    out.add(n)
+                    stack.extend(kids.get(n, ()))
+    return out
+
+
 def _foreign(store: BaseStore, ids: Sequence[str]) -> dict[str, str]:
     """Which of ``ids`` another session already holds: id -> that session."""
     return {str(i): str(s) for i, s in store.locate(ids).items()}
+
+
+def _copies(
+    store: BaseStore, t: _Transcript, sid: str, foreign: Mapping[str, str], report: FileReport
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Split entries another session holds into identical copies and conflicting ones.
+
+    Returns:
+        (uuid -> holding session) of identical copies (same predecessor, kind, role and content: a
+        ``/branch`` or ``--fork-session`` copy, stored once, in its source), and (uuid -> the id the
+        entry is stored under here, ``<uuid>@<session>``) of conflicting ones, kept apart.
+    """
+    by_holder: dict[str, list[str]] = {}
+    for u, holder in sorted(foreign.items(), key=lambda item: t.entries[item[0]].number):
+        by_holder.setdefault(holder, []).append(u)
+    copied: dict[str, str] = {}
+    apart: dict[str, str] = {}
+    for holder, ids in by_holder.items():
+        for u, there in zip(ids, store.nodes(holder, ids), strict=True):
+            data = t.entries[u].data
+            parent = data.get("parentUuid")
+            if parent is None and isinstance(data.get("logicalParentUuid"), str):
+                parent = data["logicalParentUuid"]
+            here = _node(sid, t.entries[u], None, EPOCH, {})
+            same = (there.kind, there.role, there.content) == (here.kind, here.role, here.content)
+            if same and there.predecessor == parent:
+                copied[u] = holder
+                report.dropped.append(
+                    (t.entries[u].number, u, f"an identical copy of session {holder}'s node")
+                )
+            else:
+                apart[u] = f"{u}@{sid}"
+                what = (
+                    "content"
+                    if not same
+                    else f"predecessor ({parent} here, {there.predecessor} there)"
+                )
+                report.relinked.append(
+                    (
+                        t.entries[u].number,
+                        u,
+                        f"session {holder} holds this id with another {what}; stored as {apart[u]}",
+                    )
+                )
+    return copied, apart
 
 
 # ------------------------------------------------------------------------------------- import
@@ -365,87 +705,188 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
 
     Re-importing changes nothing; a file that grew adds only its new entries (lines whose uuid is
     stored are not turned into nodes at all). An ``agent-*.jsonl`` file given alone is imported as a
-    spawned session of its trunk session when that is stored, else as a session of its own.
+    spawned session of its trunk session when that is stored, else as a session of its own. Damage
+    never stops the import: see the module docstring for what is repaired and reported.
 
     Returns:
         The file's report (see :class:`~graph.importers.report.FileReport`).
 
     Raises:
         OSError: the file cannot be read.
+        TranscriptError: the file is not empty but holds no Claude Code entry.
         GraphError: the store refused a write; nothing of the file was stored.
     """
     with file_import(path, FORMAT) as (report, problems):
-        t = _read(Path(path), problems)
+        t = _read(Path(path), problems, report)
+        if not t.entries and not any(o.data.get("type") in _ENTRY_TYPES for o in t.other):
+            if t.other or problems.skipped:
+                raise TranscriptError(
+                    path,
+                    f"no Claude Code entry in it ({len(t.other)} objects of no known type, "
+                    f"{len(problems.skipped)} lines skipped)",
+                )
         with store.atomic():
             if is_agent_file(Path(path)) and t.session_id != Path(path).stem:
                 _import_agent(store, t, t.session_id, {}, report)
             else:
-                _import_main(store, t, report, problems)
+                _import_main(store, t, report)
     return report
 
 
-def _import_main(
-    store: BaseStore, t: _Transcript, report: FileReport, problems: LineProblems
-) -> None:
+def _import_main(store: BaseStore, t: _Transcript, report: FileReport) -> None:
     sid = t.session_id
     main = [u for u, line in t.entries.items() if not line.data.get("isSidechain")]
     side = [u for u, line in t.entries.items() if line.data.get("isSidechain")]
     known = stored_ids(store, sid)
-    if not known:
-        foreign = _foreign(store, main)
-        if foreign:
-            holders = sorted(set(foreign.values()), key=list(foreign.values()).count)
-            report.notes.append(
-                f"{len(foreign)} entries are copies of session {holders[-1]}'s; "
-                f"the transcript's new entries join that session"
-            )
-            sid = holders[-1]
-            known = stored_ids(store, sid)
-            main = [u for u in main if u not in foreign or foreign[u] == sid]
-    pred = _preds(t, main, known)
+    fresh = [u for u in main if u not in known and f"{u}@{sid}" not in known]
+    copied, apart = _copies(store, t, sid, _foreign(store, fresh), report) if fresh else ({}, {})
+    apart |= {u: f"{u}@{sid}" for u in main if f"{u}@{sid}" in known}  # kept apart before
+    main = [u for u in main if u not in copied]
+    links = _link(t, main, known, copied, report)
+    pred = links.pred
     when = _times(t, main)
-    head = _newest_leaf(main, pred)
+    head = _head(t, main)
+    artifacts = _artifacts(t, main, pred, head)
     report.session_ids.append(sid)
+    meta = _session_meta(t)
+    source = _fork_source(t, main, links, copied)
+    if source is not None:
+        meta["forked_from"] = source
+        kept = f"; {len(copied)} identical entries are stored there only" if copied else ""
+        report.notes.append(
+            f"a copy of session {source['session']} from node {source['node']}{kept}"
+        )
     ensure_session(
         store,
         sid,
         title=_title(t, main),
-        metadata=_session_meta(t),
+        metadata=meta,
         created_at=min(when.values(), default=EPOCH),
     )
+
+    def nid(u: str) -> str:
+        return apart.get(u, u)
+
     new: list[Node] = []
     for u in main:
-        if u in known:
+        if u in known or nid(u) in known:
             continue
-        extra: dict[str, Any] = {}
+        extra = dict(links.extra.get(u, {}))
         p = pred[u]
-        if isinstance(p, tuple):
-            extra["dangling_parent"] = p[1]
-            report.dangling.append((u, p[1]))
-            p = None
-        elif t.entries[u].data.get("parentUuid") is None and p is not None:
-            extra["parentUuid"] = None
-        if sid != t.session_id:
-            extra["transcript_session"] = t.session_id
-        node = _node(sid, t.entries[u], p, when[u], extra)
-        if node.kind is Kind.SUMMARY and isinstance(p, str):
-            boundary = t.entries.get(p)
-            logical = boundary.data.get("logicalParentUuid") if boundary else None
-            if isinstance(logical, str) and pred.get(p) == logical:
-                node = node.model_copy(update={"covers": tuple(_covers(pred, known, logical))})
+        if u in apart:
+            extra["runtime_uuid"] = u
+        if u in artifacts:
+            extra["artifact"] = True
+        node = _node(
+            sid, t.entries[u], nid(p) if p is not None and p in pred else p, when[u], extra, nid(u)
+        )
+        if node.kind is Kind.SUMMARY and p is not None and p in t.entries:
+            boundary = pred.get(p)
+            if _is_boundary(t.entries[p].data) and boundary is not None:
+                cover = [nid(c) if c in pred else c for c in _covers(pred, known, boundary)]
+                node = node.model_copy(update={"covers": tuple(cover)})
         new.append(node)
-    added = store.add_nodes(sid, new, head=head if head in pred else store.session(sid).head)
+    if head is not None:
+        added = store.add_nodes(sid, new, head=nid(head))
+    else:
+        added = store.add_nodes(sid, new)
     report.nodes_added += len(added)
     for point, abandoned in _rewinds(t, main, pred, head):
-        stamp_subtrees(store, sid, point, abandoned)
+        stamp_subtrees(store, sid, nid(point), [nid(a) for a in abandoned])
+    _note_off_branch(t, main, pred, head, artifacts, report)
     tool_calls = _tool_calls(t, main)
-    if t.duplicates:
-        report.notes.append(f"{t.duplicates} replayed entries (same uuid) kept once")
     _import_sidechains(store, t, sid, side, tool_calls, report)
+    boundaries = _boundaries(t, main, pred)
     for agent in agent_files(t.path):
-        sub = _read(agent, problems)
-        _import_agent(store, sub, sid, tool_calls, report)
+        # The report's line numbers are the session file's: an agent file's line problems and
+        # repairs are told in notes naming that file.
+        agent_problems, agent_report = LineProblems(), FileReport(agent, FORMAT)
+        sub = _read(agent, agent_problems, agent_report)
+        _import_agent(store, sub, sid, tool_calls, agent_report, boundaries=boundaries)
+        _merge_agent_report(report, agent_report, agent_problems)
     _note_missing_agents(t, main, report)
+
+
+def _merge_agent_report(report: FileReport, sub: FileReport, problems: LineProblems) -> None:
+    """Fold a sub-agent file's report into its session file's, its line items as notes."""
+    report.session_ids += sub.session_ids
+    report.nodes_added += sub.nodes_added
+    report.dangling += sub.dangling
+    name = sub.path.name
+    for line, what in problems.skipped:
+        report.notes.append(f"{name} line {line}: skipped: {what}")
+    for line, what in problems.repaired:
+        report.notes.append(f"{name} line {line}: repaired: {what}")
+    for line, node, what in sub.relinked:
+        report.notes.append(f"{name} line {line}: {node}: {what}")
+    for line, node, why in sub.dropped:
+        report.notes.append(f"{name} line {line}: {node}: not stored: {why}")
+    report.notes += sub.notes
+
+
+def _fork_source(
+    t: _Transcript, uuids: Sequence[str], links: _Links, copied: Mapping[str, str]
+) -> dict[str, str] | None:
+    """Where a copied session forked from its source: ``{"session", "node"}``, or None.
+
+    The newest ``forkedFrom`` an entry carries (``/branch``), else the copied entry the first new
+    entry follows (``--fork-session`` and resumed copies keep the uuids).
+    """
+    for u in reversed(uuids):
+        ff = t.entries[u].data.get("forkedFrom")
+        if isinstance(ff, Mapping) and isinstance(ff.get("sessionId"), str):
+            return {"session": str(ff["sessionId"]), "node": str(ff.get("messageUuid", ""))}
+    for u in uuids:
+        ff = links.extra.get(u, {}).get("forked_from")
+        if isinstance(ff, dict):
+            return {"session": str(ff["session"]), "node": str(ff["node"])}
+    if copied:
+        last = max(copied, key=lambda u: t.entries[u].number)
+        return {"session": copied[last], "node": last}
+    return None
+
+
+def _boundaries(
+    t: _Transcript, uuids: Sequence[str], pred: Mapping[str, str | None]
+) -> list[tuple[str, str]]:
+    """(timestamp, logical parent) of each compaction boundary, in file order."""
+    out = []
+    for u in uuids:
+        data = t.entries[u].data
+        logical = data.get("logicalParentUuid")
+        if _is_boundary(data) and isinstance(logical, str) and logical in pred:
+            out.append((str(data.get("timestamp", "")), logical))
+    return out
+
+
+def _note_off_branch(
+    t: _Transcript,
+    uuids: Sequence[str],
+    pred: Mapping[str, str | None],
+    head: str | None,
+    artifacts: set[str],
+    report: FileReport,
+) -> None:
+    """Name the tool results left off the head's branch (the next turn follows another entry)."""
+    on_head = _branch_of(pred, head)
+    off = [
+        f"{u} (line {t.entries[u].number})"
+        for u in uuids
+        if u in artifacts and pred[u] in on_head and _is_tool_result(t.entries[u].data)
+    ]
+    if off:
+        report.notes.append(
+            f"{len(off)} tool result(s) off the head's branch (the next turn follows a parallel "
+            f"call or a progress entry; they are stored as artifact forks): {', '.join(off)}"
+        )
+
+
+def _is_tool_result(data: Mapping[str, Any]) -> bool:
+    message = data.get("message")
+    content = message.get("content") if isinstance(message, Mapping) else None
+    return isinstance(content, list) and any(
+        isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content
+    )
 
 
 def _title(t: _Transcript, main: Sequence[str]) -> str:
@@ -529,14 +970,19 @@ def _import_sidechains(
     inside = set(side)
     root_of: dict[str, str] = {}
     for u in side:
-        n, seen = u, set()
-        while True:
+        path: list[str] = []
+        seen: set[str] = set()
+        n = u
+        while n not in root_of:
             p = t.entries[n].data.get("parentUuid")
-            if p not in inside or p in seen:
+            if not isinstance(p, str) or p not in inside or p in seen or p == n:
                 break
             seen.add(n)
+            path.append(n)
             n = p
-        root_of[u] = n
+        root = root_of.get(n, n)
+        for m in [*path, n]:
+            root_of[m] = root
     groups: dict[str, list[str]] = {}
     for u in side:
         groups.setdefault(root_of[u], []).append(u)
@@ -551,6 +997,8 @@ def _import_agent(
     parent_sid: str,
     calls: Mapping[str, Any],
     report: FileReport,
+    *,
+    boundaries: Sequence[tuple[str, str]] = (),
 ) -> None:
     agent_id = next(
         (str(line.data["agentId"]) for line in t.entries.values() if line.data.get("agentId")),
@@ -567,7 +1015,26 @@ def _import_agent(
     if use_id and use_id in calls.get("tool_use", {}):
         calls = {**calls, "agent": {**calls["agent"], agent_id: use_id}}
     sid = f"{parent_sid}/agent-{agent_id}"
-    _import_spawned(store, t, parent_sid, sid, agent_id, calls, report)
+    compaction = _compaction_point(t, boundaries) if agent_id.startswith("acompact") else None
+    _import_spawned(store, t, parent_sid, sid, agent_id, calls, report, compaction)
+
+
+def _compaction_point(t: _Transcript, boundaries: Sequence[tuple[str, str]]) -> str | None:
+    """The node a compaction agent summarised from: its boundary's logical parent.
+
+    The agent's first entry names it as parent when the runtime linked it so; otherwise (a replayed
+    hook reminder as parent) it is the logical parent of the first boundary written after the agent
+    started.
+    """
+    if not t.entries or not boundaries:
+        return None
+    first = next(iter(t.entries.values())).data
+    logical = {lp for _, lp in boundaries}
+    if first.get("parentUuid") in logical:
+        return str(first["parentUuid"])
+    started = str(first.get("timestamp", ""))
+    after = [lp for stamp, lp in boundaries if stamp >= started]
+    return after[0] if after else boundaries[-1][1]
 
 
 def _import_spawned(
@@ -578,34 +1045,59 @@ def _import_spawned(
     agent_id: str | None,
     calls: Mapping[str, Any],
     report: FileReport,
+    compaction: str | None = None,
 ) -> None:
     uuids = list(t.entries)
     if not uuids:
         return
     parent_nodes = stored_ids(store, parent_sid)
     known = stored_ids(store, sid)
-    pred = _preds(t, uuids, known)
+    # A forked sub-agent's file repeats its parent's entries with their uuids: stored once, there.
+    fresh = [u for u in uuids if u not in known and f"{u}@{sid}" not in known]
+    copied, apart = _copies(store, t, sid, _foreign(store, fresh), report) if fresh else ({}, {})
+    apart |= {u: f"{u}@{sid}" for u in uuids if f"{u}@{sid}" in known}  # kept apart before
+    if copied:
+        uuids = [u for u in uuids if u not in copied]
+        if not uuids:
+            return
+    links = _link(t, uuids, known, copied, report, outside=parent_nodes)
+    pred = links.pred
     when = _times(t, uuids)
     first = t.entries[uuids[0]]
     prompt = preview(_content(first.data.get("message") or {})[0], 10_000)
-    spawned_from = (
-        _spawn_point(calls, agent_id, prompt, first.number) if calls.get("tool_use") else None
-    )
+    spawned_from = compaction
+    if spawned_from is None and calls.get("tool_use"):
+        spawned_from = _spawn_point(calls, agent_id, prompt, first.number)
+    for u in uuids:
+        extra = links.extra.get(u, {})
+        inside_parent = extra.get("parent_in_session")
+        if isinstance(inside_parent, dict):
+            inside_parent["session"] = parent_sid
+            spawned_from = spawned_from or inside_parent["node"]
+        forked = extra.get("forked_from")
+        if isinstance(forked, dict) and forked["session"] == parent_sid:
+            spawned_from = spawned_from or forked["node"]
+    head = _head(t, uuids) or _newest_leaf(uuids, pred)
+    artifacts = _artifacts(t, uuids, pred, head)
+    has_child = {p for p in pred.values() if p is not None}
     new = []
     for u in uuids:
-        if u in known:
+        if u in known or apart.get(u) in known:
             continue
+        extra = links.extra.get(u, {})
+        inside_parent = extra.get("parent_in_session")
+        replay = (
+            isinstance(inside_parent, dict)
+            and inside_parent["node"] != spawned_from
+            and u not in has_child
+        )  # a hook reminder the runtime replayed into the agent's file: bookkeeping
+        if u in artifacts or replay:
+            extra = {**extra, "artifact": True}
         p = pred[u]
-        extra: dict[str, Any] = {}
-        if isinstance(p, tuple):
-            if p[1] in parent_nodes:
-                extra["parent_in_session"] = {"session": parent_sid, "node": p[1]}
-                spawned_from = spawned_from or p[1]
-            else:
-                extra["dangling_parent"] = p[1]
-                report.dangling.append((u, p[1]))
-            p = None
-        new.append(_node(sid, t.entries[u], p, when[u], extra))
+        if u in apart:
+            extra = {**extra, "runtime_uuid": u}
+        node_pred = apart.get(p, p) if p is not None else None
+        new.append(_node(sid, t.entries[u], node_pred, when[u], extra, apart.get(u, u)))
     if spawned_from is None:
         report.notes.append(f"sub-agent session {sid}: the node that started it was not found")
     if spawned_from is not None and spawned_from not in parent_nodes:
@@ -622,7 +1114,7 @@ def _import_spawned(
         spawned_from=spawned_from,
         parent_session=parent_sid if parent_nodes else None,
     )
-    head = _newest_leaf(uuids, pred)
+    head = apart.get(head, head) if head is not None else None
     report.nodes_added += len(store.add_nodes(sid, new, head=head))
     report.session_ids.append(sid)
 

@@ -82,6 +82,10 @@ def _problems(report: ImportReport) -> None:
                 f"[yellow]dangling parent[/] {where}: {escape(short(node))} names "
                 f"{escape(parent)}, which no file holds; kept as a root"
             )
+        for line, node, what in fr.relinked:
+            err.print(f"[yellow]relinked[/] {where}:{line}: {escape(short(node))}: {escape(what)}")
+        for line, node, why in fr.dropped:
+            err.print(f"[dim]not stored[/] {where}:{line}: {escape(short(node))}: {escape(why)}")
         for note in fr.notes:
             err.print(f"[dim]note[/] {where}: {escape(note)}")
 

@@ -1,19 +1,28 @@
-"""Robust reading of JSON Lines transcripts (DESIGN.md 5: malformed lines are reported, never fatal).
+r"""Robust reading of JSON Lines transcripts: malformed lines are reported, never fatal, never silent.
 
-Agent runtimes append one JSON object per line, and real files break that in three ways, each handled
+Agent runtimes append one JSON object per line, and real files break that in several ways, each handled
 here and reported with its 1-based line number:
 
 * a torn write (the process died mid-line, usually the last line): the line is skipped;
 * two objects joined on one line by concurrent writers (seen in real pi v1 files): the line is split
   and every object on it is kept;
-* bytes that are not UTF-8: undecodable bytes are replaced with U+FFFD and the line is kept.
+* a torn fragment with a complete record appended after it on the same line (the runtime crashed
+  mid-write and appended again after a restart, ``…"prNu{"parentUuid":…}``): the complete record is
+  recovered and kept, the fragment is skipped, and both are reported;
+* bytes that are not UTF-8: undecodable bytes are replaced with U+FFFD and the line is kept;
+* an escaped lone surrogate (``"\\ud800"``, which no store encoding can hold): it is replaced with
+  U+FFFD and the line is kept;
+* JSON nested deeper than :data:`MAX_DEPTH` levels: the line is skipped (deeper values cannot be
+  stored, and parsing them recursively would exhaust the stack).
 
-Lines are parsed with orjson; the stdlib decoder is used only to split joined objects.
+Lines are parsed with orjson; the stdlib decoder is used only for lines orjson refuses. Work per line
+is bounded: at most :data:`MAX_RESYNC` restarts are tried when looking for a record after a fragment.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +30,13 @@ from typing import Any
 
 import orjson
 
-__all__ = ["Line", "LineProblems", "read_jsonl"]
+__all__ = ["MAX_DEPTH", "MAX_RESYNC", "Line", "LineProblems", "read_jsonl"]
+
+MAX_DEPTH = 200
+"""The deepest nesting of arrays and objects a kept line may have (the entry itself is level 1)."""
+
+MAX_RESYNC = 64
+"""How many ``{"`` positions are tried, per line, as the start of a record after a torn fragment."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,32 +54,156 @@ class LineProblems:
     """What :func:`read_jsonl` had to do to read a file."""
 
     skipped: list[tuple[int, str]] = field(default_factory=list)
-    """(line number, reason) of lines left out."""
+    """(line number, reason) of lines, or parts of lines, left out."""
     repaired: list[tuple[int, str]] = field(default_factory=list)
-    """(line number, what was done) of lines kept after splitting or replacing bytes."""
+    """(line number, what was done) of lines kept after splitting or replacing characters."""
+
+
+class _TooDeep(ValueError):
+    """A value nests deeper than :data:`MAX_DEPTH`."""
 
 
 _decoder = json.JSONDecoder()
+_WS = " \t\r\n"
 
 
-def _split(text: str) -> list[Any]:
-    """Parse every JSON value on one line; raises ValueError when something is not JSON."""
+def _decode(text: str, i: int) -> tuple[Any, int]:
+    """Parse one JSON value at ``text[i:]``; ValueError (``_TooDeep`` included) when it is not one."""
+    try:
+        return _decoder.raw_decode(text, i)
+    except RecursionError as e:
+        raise _TooDeep(f"nested deeper than {MAX_DEPTH} levels") from e
+
+
+def _values_to_end(text: str, i: int) -> list[Any]:
+    """Parse every JSON value from ``text[i:]`` to the end of the line; ValueError if one is not."""
     out: list[Any] = []
-    i, n = 0, len(text)
+    n = len(text)
     while True:
-        while i < n and text[i] in " \t\r\n":
+        while i < n and text[i] in _WS:
             i += 1
         if i >= n:
             return out
-        value, i = _decoder.raw_decode(text, i)
+        value, i = _decode(text, i)
         out.append(value)
+
+
+def _split(text: str) -> tuple[list[Any], list[str]]:
+    """Parse a line orjson refused: its values, and a reason for each part that had to be dropped.
+
+    Values are read left to right. Where one does not parse, the line is resynchronised at the next
+    ``{"`` from which the rest of the line parses completely (the record appended after a torn
+    fragment); the dropped part is described in the second list.
+
+    Raises:
+        ValueError: nothing on the line parses (the reason is the first error).
+    """
+    out: list[Any] = []
+    dropped: list[str] = []
+    i, n = 0, len(text)
+    while True:
+        while i < n and text[i] in _WS:
+            i += 1
+        if i >= n:
+            return out, dropped
+        try:
+            value, i = _decode(text, i)
+        except ValueError as e:
+            rest = _resync(text, i)
+            if rest is None:
+                if not out:
+                    raise
+                dropped.append(f"unparseable tail after {len(out)} value(s) ({e})")
+                return out, dropped
+            start, values = rest
+            dropped.append(f"torn fragment of {start - i} characters before a complete record")
+            return out + values, dropped
+        out.append(value)
+
+
+def _resync(text: str, i: int) -> tuple[int, list[Any]] | None:
+    """The first ``{"`` after ``i`` from which the rest of the line parses, with its values."""
+    start = i
+    for _ in range(MAX_RESYNC):
+        start = text.find('{"', start + 1)
+        if start < 0:
+            return None
+        try:
+            return start, _values_to_end(text, start)
+        except ValueError:
+            continue
+    return None
+
+
+def _depth_ok(value: Any) -> bool:
+    """Whether ``value`` nests at most :data:`MAX_DEPTH` levels (iterative: no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if d > MAX_DEPTH:
+            return False
+        if isinstance(v, dict):
+            stack.extend((x, d + 1) for x in v.values() if isinstance(x, dict | list))
+        elif isinstance(v, list):
+            stack.extend((x, d + 1) for x in v if isinstance(x, dict | list))
+    return True
+
+
+def _has_surrogate(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _clean(s: str) -> str:
+    return _SURROGATE.sub("\ufffd", s) if _has_surrogate(s) else s
+
+
+def _without_surrogates(value: Any) -> tuple[Any, bool]:
+    """``value`` with lone surrogates in its strings (keys too) replaced by U+FFFD; whether any were."""
+    if isinstance(value, str):
+        cleaned = _clean(value)
+        return cleaned, cleaned is not value
+    if not isinstance(value, dict | list):
+        return value, False
+    if not _has_surrogate(json.dumps(value, ensure_ascii=False, check_circular=False)):
+        return value, False
+    # Rebuild iteratively: containers are replaced in place after a shallow copy of the root.
+    root: Any = dict(value) if isinstance(value, dict) else list(value)
+    stack: list[Any] = [root]
+    while stack:
+        c = stack.pop()
+        if isinstance(c, dict):
+            items = list(c.items())
+            c.clear()
+            for k, v in items:
+                if isinstance(v, dict | list):
+                    v = dict(v) if isinstance(v, dict) else list(v)
+                    stack.append(v)
+                c[_clean(k) if isinstance(k, str) else k] = _clean(v) if isinstance(v, str) else v
+        else:
+            for j, v in enumerate(c):
+                if isinstance(v, dict | list):
+                    v = dict(v) if isinstance(v, dict) else list(v)
+                    stack.append(v)
+                    c[j] = v
+                elif isinstance(v, str):
+                    c[j] = _clean(v)
+    return root, True
 
 
 def read_jsonl(path: Path, problems: LineProblems) -> Iterator[Line]:
     """Yield the JSON objects of a JSON Lines file in file order, recording what had to be repaired.
 
-    Blank lines are ignored. A line that is not a JSON object (a torn write, a bare value) is skipped
-    and recorded in ``problems.skipped``; split and byte-replaced lines in ``problems.repaired``.
+    Blank lines are ignored. A line that is not a JSON object (a torn write, a bare value, a value
+    nested too deep) is skipped and recorded in ``problems.skipped``; split lines, lines whose
+    record was recovered after a torn fragment and lines whose characters were replaced are recorded
+    in ``problems.repaired`` (a recovered record also records its fragment as skipped).
 
     Args:
         path: The file.
@@ -84,27 +223,55 @@ def read_jsonl(path: Path, problems: LineProblems) -> Iterator[Line]:
         except orjson.JSONDecodeError:
             pass
         else:
-            if isinstance(obj, dict):
-                yield Line(number, obj)
-            else:
+            if not isinstance(obj, dict):
                 problems.skipped.append((number, f"not a JSON object ({type(obj).__name__})"))
+            elif chunk.count(b"{") + chunk.count(b"[") > MAX_DEPTH and not _depth_ok(obj):
+                problems.skipped.append((number, f"nested deeper than {MAX_DEPTH} levels"))
+            else:
+                yield Line(number, obj)
             continue
-        try:
-            text = chunk.decode("utf-8")
-        except UnicodeDecodeError:
-            text = chunk.decode("utf-8", errors="replace")
-            problems.repaired.append((number, "invalid UTF-8 replaced with U+FFFD"))
-        try:
-            values = _split(text)
-        except ValueError as e:
-            torn = number == last or (number == last - 1 and not lines[-1].strip())
-            reason = "torn write (truncated last line)" if torn else f"malformed JSON ({e})"
-            problems.skipped.append((number, reason))
+        yield from _slow_line(
+            number,
+            chunk,
+            number == last or (number == last - 1 and not lines[-1].strip()),
+            problems,
+        )
+
+
+def _slow_line(number: int, chunk: bytes, is_last: bool, problems: LineProblems) -> Iterator[Line]:
+    """The objects of a line orjson refused (split, torn, repaired), with what was done recorded."""
+    try:
+        text = chunk.decode("utf-8")
+    except UnicodeDecodeError:
+        text = chunk.decode("utf-8", errors="replace")
+        problems.repaired.append((number, "invalid UTF-8 replaced with U+FFFD"))
+    try:
+        values, dropped = _split(text)
+    except _TooDeep as e:
+        problems.skipped.append((number, str(e)))
+        return
+    except ValueError as e:
+        reason = "torn write (truncated last line)" if is_last else f"malformed JSON ({e})"
+        problems.skipped.append((number, reason))
+        return
+    for what in dropped:
+        problems.skipped.append((number, what))
+    if dropped and values:
+        problems.repaired.append((number, f"{len(values)} complete value(s) recovered"))
+    elif len(values) > 1:
+        problems.repaired.append((number, f"{len(values)} JSON values on one line, split"))
+    surrogates = False
+    for value in values:
+        if not isinstance(value, dict):
+            problems.skipped.append(
+                (number, f"a value on the line is not a JSON object ({type(value).__name__})")
+            )
             continue
-        objects = [v for v in values if isinstance(v, dict)]
-        if len(values) > 1:
-            problems.repaired.append((number, f"{len(values)} JSON values on one line, split"))
-        if len(objects) < len(values):
-            problems.skipped.append((number, "a value on the line is not a JSON object"))
-        for obj in objects:
-            yield Line(number, obj)
+        if not _depth_ok(value):
+            problems.skipped.append((number, f"nested deeper than {MAX_DEPTH} levels"))
+            continue
+        value, replaced = _without_surrogates(value)
+        surrogates = surrogates or replaced
+        yield Line(number, value)
+    if surrogates:
+        problems.repaired.append((number, "lone surrogate replaced with U+FFFD"))

@@ -45,6 +45,13 @@ class FileReport:
     dangling: list[tuple[str, str]] = field(default_factory=list)
     """(node id, parent id) for nodes whose parent is in no file read: the node became a root and
     the parent is kept in its metadata (``dangling_parent``)."""
+    relinked: list[tuple[int, str, str]] = field(default_factory=list)
+    """(line number, node id, what was done) for links not stored as recorded: a cycle or self parent
+    cut, a ``logicalParentUuid`` naming nothing, a preserved compaction segment laid out, an id another
+    session holds differently (stored under another id)."""
+    dropped: list[tuple[int, str, str]] = field(default_factory=list)
+    """(line number, entry id, why) for entries of parsed lines not stored as nodes of this file's
+    sessions (a replayed uuid, an identical copy of another session's node, stored there)."""
     notes: list[str] = field(default_factory=list)
     """Facts worth telling the user (a fork joined to its source session, an unlinked sub-agent)."""
     seconds: float = 0.0
@@ -62,6 +69,8 @@ class FileReport:
             "skipped": [list(s) for s in self.skipped],
             "repaired": [list(r) for r in self.repaired],
             "dangling": [list(d) for d in self.dangling],
+            "relinked": [list(r) for r in self.relinked],
+            "dropped": [list(d) for d in self.dropped],
             "notes": self.notes,
             "seconds": round(self.seconds, 6),
             "error": self.error,
