@@ -248,19 +248,39 @@ def live_tips(index: SessionIndex) -> list[str]:
 def context_ids(index: SessionIndex, head: str | None) -> list[str]:
     """Return the model-visible context of ``head``, root first.
 
-    It is the branch of ``head`` with each covered span replaced by its latest summary; an older summary
-    whose whole span a later one covers is left out too.
+    It is the branch of ``head`` with each covered span replaced by its latest summary, the summary
+    standing where the span was: a summary of ``m1..m18`` appended after ``m20`` (pi's
+    ``firstKeptEntryId`` keeps ``m19, m20``, written before the compaction entry) reads
+    ``[s, m19, m20, ...]``, the order pi, Claude Code and Codex send to the model. A summary covered
+    by a later one stands for nothing (its span belongs to the later summary too), and an older
+    summary whose whole span a later one covers is left out. A summary whose span is not on the
+    branch (the sibling layout, the head below it) keeps its own place.
+
+    Cost: two passes over the branch plus the covers of its summaries.
     """
-    covered: set[str] = set()
-    out: list[str] = []
-    for n in reversed(branch_ids(index, head)):
-        if n in covered:
+    branch = branch_ids(index, head)
+    covers = index.covers
+    owner: dict[str, str] = {}  # covered node -> the latest summary standing for it
+    dropped: set[str] = set()
+    for n in reversed(branch):
+        cv = covers.get(n)
+        if cv is None:
             continue
-        cv = index.covers.get(n)
-        if cv is not None:
-            if all(c in covered for c in cv):
-                continue
-            covered.update(cv)
-        out.append(n)
-    out.reverse()
+        outer = owner.get(n)
+        if outer is not None:  # a summary inside a later summary's span: its span is that one's
+            for c in cv:
+                owner.setdefault(c, outer)
+        elif all(c in owner for c in cv):
+            dropped.add(n)
+        else:
+            for c in cv:
+                owner.setdefault(c, n)
+    out: list[str] = []
+    placed: set[str] = set()
+    for n in branch:
+        s = owner.get(n, n)
+        if s in dropped or s in placed:
+            continue
+        placed.add(s)
+        out.append(s)
     return out
