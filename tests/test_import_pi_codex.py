@@ -1,0 +1,199 @@
+"""pi and Codex importers on hand-written files in their real formats: the exact graph of each.
+
+Each fixture holds one class of what went wrong on real files: pi compactions that keep a tail written
+before the compaction entry (the context must start with the summary), a v1 compaction that keeps
+nothing, a first kept entry that resolves to nothing, damaged parent links; Codex compactions whose
+replacement history is the new context, injected context told from prompts by structure, rollbacks.
+For every one the test states the nodes, predecessors, head, forks, tips, covers, context and pending.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from graph.importers import codex, pi
+from graph.store import BaseStore
+
+FIX = Path(__file__).resolve().parent / "fixtures"
+
+
+def shape(store: BaseStore, sid: str, short: Any = None) -> dict[str, Any]:
+    """The session's graph with ids shortened by ``short``: what the tests compare."""
+    s = short or (lambda i: i.rsplit("/", 1)[-1])
+    idx = store.index(sid)
+    nodes = list(idx.pred)  # insertion order is the store's (parents first), so compare as a set
+    return {
+        "nodes": sorted(s(n) for n in nodes),
+        "pred": {s(n): (s(p) if p else None) for n, p in idx.pred.items()},
+        "head": s(store.session(sid).head),
+        "forks": sorted(s(n) for n, k in idx.children.items() if len(k) > 1),
+        "tips": sorted(s(t) for t in store.tips(sid)),
+        "covers": {s(n): [s(c) for c in cv] for n, cv in idx.covers.items()},
+        "context": [s(n.id) for n in store.context(sid)],
+        "pending": [s(n.id) for n in store.pending(sid, "memory", "w")],
+    }
+
+
+def chained(*ids: str) -> dict[str, str | None]:
+    return {n: (ids[i - 1] if i else None) for i, n in enumerate(ids)}
+
+
+# ------------------------------------------------------------------------------------ pi
+
+
+def test_pi_two_compactions_each_keeping_a_tail(store: BaseStore) -> None:
+    fr = pi.import_file(store, FIX / "pi/v3-two-compactions.jsonl")
+    sid = "3d8f1a27-6b4c-4e9a-9f21-7c5e0b2d4a61"
+    assert fr.session_ids == [sid] and fr.notes == [] and fr.skipped == []
+    order = ("b1c2d3e4 c1d2e3f4 d1e2f3a4 e1f2a3b4 f1a2b3c4 a2b3c4d5 b2c3d4e5 c2d3e4f5 d2e3f4a5 "
+             "e2f3a4b5 f2a3b4c5 a3b4c5d6 b3c4d5e6").split()  # fmt: skip
+    assert (
+        shape(store, sid)
+        == {
+            "nodes": sorted(order),
+            "pred": chained(*order),
+            "head": "b3c4d5e6",
+            "forks": [],
+            "tips": ["b3c4d5e6"],
+            "covers": {
+                "a2b3c4d5": order[:3],  # up to the first kept entry e1f2a3b4
+                "f2a3b4c5": order[:8],  # the first compaction and its kept tail included
+            },
+            # pi's order: the latest summary, the entries it kept, then what followed it.
+            "context": ["f2a3b4c5", "d2e3f4a5", "e2f3a4b5", "a3b4c5d6", "b3c4d5e6"],
+            "pending": [n for n in order if n not in ("b1c2d3e4", "a2b3c4d5", "f2a3b4c5")],
+        }
+    )
+    # At the first compaction's tail, its own order.
+    ctx = [n.id.rsplit("/", 1)[-1] for n in store.context(sid, f"{sid}/c2d3e4f5")]
+    assert ctx == ["a2b3c4d5", "e1f2a3b4", "f1a2b3c4", "b2c3d4e5", "c2d3e4f5"]
+
+
+def test_pi_v1_compaction_that_keeps_nothing(store: BaseStore) -> None:
+    fr = pi.import_file(store, FIX / "pi/v1-keep-nothing.jsonl")
+    sid = "9e4b7c21-0d3a-4f6e-8b15-2a7c9d0e3f48"
+    assert fr.notes == []
+    order = [f"L{i}" for i in range(2, 9)]
+    assert shape(store, sid) == {
+        "nodes": sorted(order),
+        "pred": chained(*order),
+        "head": "L8",
+        "forks": [],
+        "tips": ["L8"],
+        "covers": {"L6": ["L2", "L3", "L4", "L5"]},  # index 5: the header and four entries
+        "context": ["L6", "L7", "L8"],
+        "pending": ["L2", "L3", "L4", "L5", "L7", "L8"],
+    }
+
+
+def test_pi_v1_index_at_the_compaction_itself_keeps_nothing_but_before_keeps(
+    store: BaseStore, tmp_path: Path
+) -> None:
+    rows = (FIX / "pi/v1-keep-nothing.jsonl").read_bytes().splitlines()
+    comp = orjson.loads(rows[5])
+    for index, covered in ((4, ["L2", "L3", "L4"]), (99, ["L2", "L3", "L4", "L5"])):
+        f = tmp_path / f"i{index}.jsonl"
+        head = orjson.loads(rows[0]) | {"id": f"s{index}"}
+        body = [*rows[1:5], orjson.dumps(comp | {"firstKeptEntryIndex": index}), *rows[6:]]
+        f.write_bytes(b"\n".join([orjson.dumps(head), *body]) + b"\n")
+        pi.import_file(store, f)
+        assert shape(store, f"s{index}")["covers"] == {"L6": covered}
+
+
+def test_pi_unresolved_first_kept_entry_is_reported_and_the_summary_replaces_all(
+    store: BaseStore,
+) -> None:
+    fr = pi.import_file(store, FIX / "pi/v2-unresolved-kept.jsonl")
+    sid = "5a1c3e7f-2b9d-4c8a-a6f0-1e3d5b7c9f02"
+    assert fr.notes == [
+        f"line 7: compaction {sid}/5a6b7c81: its first kept entry {sid}/99887766 is not on its "
+        "branch; the summary covers the whole branch before it"
+    ]
+    order = "0a1b2c3d 1a2b3c4d 2a3b4c5e 3a4b5c6f 4a5b6c70 5a6b7c81 6a7b8c92".split()
+    assert store.session(sid).title == "rate limits"
+    assert shape(store, sid) == {
+        "nodes": sorted(order),
+        "pred": chained(*order),
+        "head": "6a7b8c92",
+        "forks": [],
+        "tips": ["6a7b8c92"],
+        "covers": {"5a6b7c81": order[:5]},
+        "context": ["5a6b7c81", "6a7b8c92"],  # never the whole old history
+        "pending": ["1a2b3c4d", "4a5b6c70", "6a7b8c92"],  # a bare tool call has no text
+    }
+
+
+def test_pi_damaged_links_are_reported_and_the_rest_imports(store: BaseStore) -> None:
+    fr = pi.import_file(store, FIX / "pi/v3-damaged.jsonl")
+    sid = "c4f8e2a6-7d1b-4e3c-9a5f-0b2d4e6f8a13"
+    assert [n for n, _ in fr.skipped] == [8, 13]
+    assert "duplicate entry id '10000003' (first on line 3)" in fr.skipped[0][1]
+    assert fr.notes == [
+        f"line 5: entry 10000004: its parent {sid}/10000004 would close a cycle; "
+        "the entry is kept as a root",
+        f"line 7: entry 10000006: its parent {sid}/10000005 would close a cycle; "
+        "the entry is kept as a root",
+        f"line 11: compaction {sid}/10000009: its first kept entry {sid}/10000003 is not on its "
+        "branch; the summary covers the whole branch before it",
+    ]
+    assert shape(store, sid, lambda i: i[-2:]) == {
+        "nodes": ["01", "02", "03", "04", "05", "06", "07", "08", "09", "0a"],
+        "pred": {
+            "01": None,
+            "03": "02",
+            "02": "01",
+            "04": None,
+            "05": "06",
+            "06": None,
+            "07": "02",
+            "08": "07",
+            "09": "08",
+            "0a": "09",
+        },  # fmt: skip
+        "head": "0a",
+        "forks": ["02"],
+        "tips": ["03", "04", "05", "0a"],
+        "covers": {"09": ["01", "02", "07", "08"]},
+        "context": ["09", "0a"],
+        "pending": ["01", "02", "07", "08", "0a"],
+    }
+    assert store.node(f"{sid}/10000004").metadata["cycle_parent"] == f"{sid}/10000004"
+    assert pi.import_file(store, FIX / "pi/v3-damaged.jsonl").nodes_added == 0
+
+
+def test_pi_fork_file_of_a_compacted_session(store: BaseStore, tmp_path: Path) -> None:
+    source = tmp_path / "source.jsonl"
+    shutil.copy(FIX / "pi/v3-two-compactions.jsonl", source)
+    lines = source.read_bytes().splitlines()
+    sid = "3d8f1a27-6b4c-4e9a-9f21-7c5e0b2d4a61"
+    header = {"type": "session", "version": 3, "id": "0e9d8c7b-6a5f-4e3d-8c1b-0a9f8e7d6c5b",
+              "timestamp": "2026-04-02T15:00:00.000Z", "cwd": "/home/user/shop",
+              "parentSession": str(source)}  # fmt: skip
+    new = {"type": "message", "id": "f9e8d7c6", "parentId": "c2d3e4f5",
+           "timestamp": "2026-04-02T15:01:00.000Z",
+           "message": {"role": "user", "content": [{"type": "text", "text": "Use a modal"}]}}  # fmt: skip
+    fork = tmp_path / "fork.jsonl"
+    # /fork copies the path root..c2d3e4f5 (the first compaction on it) with the same ids.
+    fork.write_bytes(b"\n".join([orjson.dumps(header), *lines[1:9], orjson.dumps(new)]) + b"\n")
+    fr = pi.import_file(store, fork)
+    assert fr.session_ids == [sid] and fr.nodes_added == 1 and fr.notes[0].startswith("imported")
+    got = shape(store, sid)
+    assert got["forks"] == ["c2d3e4f5"] and got["head"] == "b3c4d5e6"
+    assert got["tips"] == ["b3c4d5e6", "f9e8d7c6"]
+    ctx = [n.id.rsplit("/", 1)[-1] for n in store.context(sid, f"{sid}/f9e8d7c6")]
+    assert ctx == ["a2b3c4d5", "e1f2a3b4", "f1a2b3c4", "b2c3d4e5", "c2d3e4f5", "f9e8d7c6"]
+
+
+def test_pi_fork_file_naming_itself_ends(store: BaseStore, tmp_path: Path) -> None:
+    f = tmp_path / "self.jsonl"
+    header = {"type": "session", "version": 3, "id": "s-self", "parentSession": str(f)}
+    row = {"type": "message", "id": "aa000001", "parentId": None,
+           "message": {"role": "user", "content": "hi"}}  # fmt: skip
+    f.write_bytes(orjson.dumps(header) + b"\n" + orjson.dumps(row) + b"\n")
+    fr = pi.import_file(store, f)
+    assert fr.session_ids == ["s-self"] and fr.nodes_added == 1
+    assert any("is this file" in n for n in fr.notes)
