@@ -197,3 +197,93 @@ def test_pi_fork_file_naming_itself_ends(store: BaseStore, tmp_path: Path) -> No
     fr = pi.import_file(store, f)
     assert fr.session_ids == ["s-self"] and fr.nodes_added == 1
     assert any("is this file" in n for n in fr.notes)
+
+
+# ------------------------------------------------------------------------------------ Codex
+
+
+def codex_short(sid: str) -> Any:
+    return lambda i: int(i.rsplit(":", 1)[-1]) if i.startswith(sid) else i
+
+
+def test_codex_replacement_history_is_the_context_and_injected_text_is_not_a_prompt(
+    store: BaseStore,
+) -> None:
+    fr = codex.import_file(store, FIX / "codex/rollout-compacted-localized.jsonl")
+    sid = "019cd6a1-7e00-7a11-9c42-5b3e8d0f1a27"
+    assert fr.session_ids == [sid] and fr.notes == []
+    order = list(range(1, 21))
+    assert shape(store, sid, codex_short(sid)) == {
+        "nodes": order,
+        "pred": chained(*order),
+        "head": 20,
+        "forks": [],
+        "tips": [20],
+        "covers": {14: order[:13]},
+        "context": [14, 15, 16, 17, 18, 19, 20],
+        # The localized AGENTS.md (2) and the sanitized environment context (3) have no echo.
+        "pending": [4, 9, 10, 13, 17, 20],
+    }
+    assert [store.node(f"{sid}:{k}").role for k in (1, 2, 3, 4)] == [
+        "system", "system", "system", "user",
+    ]  # fmt: skip
+    summary = store.node(f"{sid}:14")
+    texts = [b.text for b in summary.content if hasattr(b, "text")]  # type: ignore[union-attr]
+    assert texts[2:4] == ["Ajoute un endpoint /health", "Ajoute un test"]
+    assert texts[4].endswith(
+        'The app now has a /health endpoint returning {"ok": true}; tests pass.'
+    )
+    assert len(summary.metadata["payload"]["replacement_history"]) == 5
+    assert store.session(sid).title == "Ajoute un endpoint /health"
+
+
+def test_codex_rollout_without_echoes_falls_back_to_prefixes(
+    store: BaseStore, tmp_path: Path
+) -> None:
+    rows = [
+        orjson.loads(r)
+        for r in (FIX / "codex/rollout-compacted-localized.jsonl").read_bytes().splitlines()
+    ]
+    kept = [r for r in rows if r["payload"].get("type") != "user_message"]
+    f = tmp_path / "old.jsonl"
+    f.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in kept))
+    codex.import_file(store, f)
+    sid = "019cd6a1-7e00-7a11-9c42-5b3e8d0f1a27"
+    roles = [n.role for n in store.branch(sid)[:4]]
+    # Without echoes only the prefixes tell: the developer message is known, the rest is not.
+    assert roles == ["system", "user", "user", "user"]
+
+
+def test_codex_thread_rolled_back_is_a_rewind(store: BaseStore) -> None:
+    fr = codex.import_file(store, FIX / "codex/rollout-rollback.jsonl")
+    sid = "019cd7b2-1c00-7b22-8d53-6c4f9e1a2b38"
+    assert fr.notes == []
+    assert shape(store, sid, codex_short(sid)) == {
+        "nodes": list(range(1, 12)),
+        "pred": {1: None, 2: 1, 3: 2, 4: 3, 5: 4, 6: 5, 7: 6, 8: 4, 9: 8, 10: 9, 11: 10},
+        "head": 11,
+        "forks": [4],
+        "tips": [11],
+        "covers": {},
+        "context": [1, 2, 3, 4, 8, 9, 10, 11],
+        "pending": [2, 4, 9, 11],
+    }
+    assert [k for k in range(1, 12) if store.node(f"{sid}:{k}").metadata.get("rewound")] == [
+        5,
+        6,
+        7,
+    ]
+    assert store.stats(sid).rewound == 3
+    assert codex.import_file(store, FIX / "codex/rollout-rollback.jsonl").nodes_added == 0
+    assert store.stats(sid).rewound == 3 and store.session(sid).head == f"{sid}:11"
+
+
+def test_codex_rollback_past_every_turn_is_reported(store: BaseStore, tmp_path: Path) -> None:
+    rows = (FIX / "codex/rollout-rollback.jsonl").read_bytes().splitlines()
+    bad = orjson.loads(rows[8])
+    bad["payload"]["num_turns"] = 5
+    f = tmp_path / "r.jsonl"
+    f.write_bytes(b"\n".join([*rows[:8], orjson.dumps(bad), *rows[9:]]) + b"\n")
+    fr = codex.import_file(store, f)
+    assert len(fr.notes) == 1 and "not applied" in fr.notes[0]
+    assert store.stats("019cd7b2-1c00-7b22-8d53-6c4f9e1a2b38").rewound == 0
