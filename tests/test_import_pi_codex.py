@@ -61,7 +61,9 @@ def test_pi_two_compactions_each_keeping_a_tail(store: BaseStore) -> None:
             "tips": ["b3c4d5e6"],
             "covers": {
                 "a2b3c4d5": order[:3],  # up to the first kept entry e1f2a3b4
-                "f2a3b4c5": order[:8],  # the first compaction and its kept tail included
+                # What pi summarised: from the first compaction's kept tail on, that compaction
+                # included (it stands for its own span).
+                "f2a3b4c5": order[3:8],
             },
             # pi's order: the latest summary, the entries it kept, then what followed it.
             "context": ["f2a3b4c5", "d2e3f4a5", "e2f3a4b5", "a3b4c5d6", "b3c4d5e6"],

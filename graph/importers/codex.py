@@ -16,7 +16,8 @@ Mapping (DESIGN.md 5, corpus ``FORMATS.md`` section 3):
   assistant messages with a tool-call block; their outputs are ``tool`` messages, joined by
   ``call_id``. Reasoning, ``turn_context``, ``event_msg`` and unknown items are events (``event_msg``
   repeats the user and agent messages, so only the ``response_item`` copy is a message).
-* ``compacted`` is an inline compaction summary covering the whole branch before it. Its
+* ``compacted`` is an inline compaction summary covering the branch before it, back to the previous
+  compaction (which it covers, standing for that one's span) or the root. Its
   ``replacement_history``, when present, *is* the model-visible history after it, so the summary's
   content is that history's text item by item (the items themselves stay in
   ``metadata["payload"]``) and the context reads ``[summary, what followed]``; without one, the
@@ -406,6 +407,7 @@ def _import(store: BaseStore, path: Path, items: list[Line], report: FileReport)
         report.notes.append(f"fork of session {sid}: its new items join that session as a branch")
     report.session_ids.append(sid)
     known = stored_ids(store, sid)
+    covers_of: dict[str, tuple[str, ...]] = dict(store.index(sid).covers) if known else {}
     had_head = store.session(sid).head if known else None
     prompts = _prompts(items)
     order: list[tuple[str, Line, bool | None]] = [
@@ -445,12 +447,8 @@ def _import(store: BaseStore, path: Path, items: list[Line], report: FileReport)
             meta["transcript_session"] = thread
         covers: tuple[str, ...] = ()
         if kind is Kind.SUMMARY and p is not None:
-            path_ids = []
-            n: str | None = p
-            while n is not None:
-                path_ids.append(n)
-                n = pred[n] if n in pred else known.get(n)
-            covers = tuple(reversed(path_ids))
+            covers = _since_last_compaction(p, pred, known, covers_of)
+            covers_of[node_id] = covers
         new.append(
             Node(
                 id=node_id,
@@ -458,7 +456,7 @@ def _import(store: BaseStore, path: Path, items: list[Line], report: FileReport)
                 predecessor=p,
                 kind=kind,
                 role=role,
-                content=content if content != "" or kind is not Kind.SUMMARY else "[compacted]",
+                content=content if content or kind is not Kind.SUMMARY else "[compacted]",
                 created_at=last,
                 metadata=meta,
                 covers=covers,
@@ -488,6 +486,30 @@ def _import(store: BaseStore, path: Path, items: list[Line], report: FileReport)
     report.nodes_added += len(store.add_nodes(sid, new, head=head))
     for kept, first in rollbacks:
         stamp_subtrees(store, sid, kept, [first])
+
+
+def _since_last_compaction(
+    start: str,
+    pred: Mapping[str, str | None],
+    known: Mapping[str, str | None],
+    covers_of: Mapping[str, tuple[str, ...]],
+) -> tuple[str, ...]:
+    """The span a ``compacted`` item replaces, oldest first.
+
+    It is the branch before the item, back to the root or to the span of the previous compaction
+    (included: it stands for what it covered). Bounded by the items since that compaction, so a rollout's covers stay linear in its length.
+    """
+    out: list[str] = []
+    ends: set[str] = set()
+    n: str | None = start
+    while n is not None and n not in ends:
+        out.append(n)
+        cv = covers_of.get(n)
+        if cv:
+            ends.add(cv[-1])
+        n = pred[n] if n in pred else known.get(n)
+    out.reverse()
+    return tuple(out)
 
 
 def _rolled_back(

@@ -16,9 +16,10 @@ Mapping (DESIGN.md 5, corpus ``FORMATS.md`` section 2):
   ``bashExecution`` (role ``tool``), ``custom`` (``system``); ``branchSummary``/``compactionSummary``
   messages are summaries without covers. ``custom_message`` is a ``system`` message. ``model_change``,
   ``thinking_level_change``, ``custom``, ``label``, ``session_info`` and unknown types are events.
-* ``compaction``: a summary covering the branch from its root up to the entry before
+* ``compaction``: a summary covering what pi summarised into it: the branch from the previous
+  compaction's first kept entry (the root, for the first) up to the entry before its own
   ``firstKeptEntryId`` (v1: ``firstKeptEntryIndex``, an index into the entries pi held, the header at
-  0); inline layout. pi's context is the latest compaction's summary, then the kept entries (written
+  0), the previous compaction included, so that one's span is covered through it; inline layout. pi's context is the latest compaction's summary, then the kept entries (written
   before it), then what follows, and :meth:`BaseStore.context` gives that order. A compaction that
   keeps nothing (v1: the index is the entry count, or names the compaction itself) covers its whole
   branch; so does one whose first kept entry resolves to nothing or lies off its branch, which the
@@ -267,6 +268,7 @@ def _import(
     entries = kept_entries
     inside = set(ids)
     known = stored_ids(store, sid)
+    covers_of: dict[str, tuple[str, ...]] = dict(store.index(sid).covers) if known else {}
     pred: dict[str, str | None] = {}
     for i, e in enumerate(entries):
         if v1:
@@ -333,7 +335,9 @@ def _import(
             report.dangling.append((node_id, dangling[node_id]))
         kind, role, content, extra = _message(e.data)
         meta.update(extra)
-        covers = _covers(e, i, ids, p, pred, known, nid, bool(head_line), report)
+        covers = _covers(e, i, ids, p, pred, known, covers_of, nid, bool(head_line), report)
+        if covers:
+            covers_of[node_id] = covers
         new.append(
             Node(
                 id=node_id,
@@ -391,6 +395,31 @@ def _ancestors(
     return out
 
 
+def _since_last_compaction(
+    start: str | None,
+    pred: Mapping[str, str | None],
+    known: Mapping[str, Any],
+    covers_of: Mapping[str, tuple[str, ...]],
+) -> list[str]:
+    """``start`` and its predecessors, newest first, down to the span of the last summary passed.
+
+    The walk ends at the root, or at the last node covered by a summary it went through (that
+    summary's span belongs to it already), so it is bounded by the entries since that summary.
+    """
+    out: list[str] = []
+    seen: set[str] = set()
+    ends: set[str] = set()
+    n = start
+    while n is not None and n not in seen and n not in ends:
+        out.append(n)
+        seen.add(n)
+        cv = covers_of.get(n)
+        if cv:
+            ends.add(cv[-1])
+        n = known[n] if n in known else pred.get(n)
+    return out
+
+
 def _first_kept(
     line: Line, position: int, ids: list[str], nid: Any, has_header: bool
 ) -> tuple[str | None, str | None]:
@@ -425,22 +454,26 @@ def _covers(
     predecessor: str | None,
     pred: Mapping[str, str | None],
     known: Mapping[str, Any],
+    covers_of: Mapping[str, tuple[str, ...]],
     nid: Any,
     has_header: bool,
     report: FileReport,
 ) -> tuple[str, ...]:
     """The covers of a ``compaction`` or ``branch_summary`` entry; ``()`` for any other entry.
 
-    A compaction covers its branch from the root up to the entry before its first kept one. One that
-    keeps nothing covers the whole branch before it; so does one whose first kept entry is missing
-    or off its branch, which is reported: pi then sends the summary and nothing before it, never
-    the whole old history.
+    A compaction covers the entries pi summarised into it: from the previous compaction's first
+    kept entry (the root for the first compaction) up to the entry before its own first kept one,
+    the previous compaction included, which stands for what that one covered. One that keeps
+    nothing covers all of that span; so does one whose first kept entry is missing or off that
+    branch, which is reported: pi then sends the summary and nothing before it, never the whole old
+    history. Each compaction's walk ends at the previous one's span, so the covers of a chain of
+    compactions stay linear in its length.
     """
     data = line.data
     kind = data.get("type")
     node_id = ids[position]
     if kind == "compaction":
-        path = _ancestors(predecessor, pred, known)
+        path = _since_last_compaction(predecessor, pred, known, covers_of)
         kept, why = _first_kept(line, position, ids, nid, has_header)
         if kept == node_id:  # pi's own v1 migration names the compaction itself: keep nothing
             kept = None
