@@ -289,3 +289,28 @@ def test_codex_rollback_past_every_turn_is_reported(store: BaseStore, tmp_path: 
     fr = codex.import_file(store, f)
     assert len(fr.notes) == 1 and "not applied" in fr.notes[0]
     assert store.stats("019cd7b2-1c00-7b22-8d53-6c4f9e1a2b38").rewound == 0
+
+
+def test_codex_second_compaction_stands_for_the_first(store: BaseStore, tmp_path: Path) -> None:
+    sid = "019cd8c3-0000-7c33-9e64-7d5f0a2b3c49"
+    say = lambda role, text: {"type": "response_item", "payload": {  # noqa: E731
+        "type": "message", "role": role, "content": [{"type": "input_text", "text": text}]}}  # fmt: skip
+    echo = lambda text: {"type": "event_msg", "payload": {"type": "user_message", "message": text}}  # noqa: E731
+    history = lambda *texts: {"type": "compacted", "payload": {  # noqa: E731
+        "message": "", "replacement_history": [say("user", t)["payload"] for t in texts]}}  # fmt: skip
+    rows = [
+        {"type": "session_meta", "payload": {"id": sid}},
+        say("user", "one"), echo("one"), say("assistant", "1"),
+        history("one", "summary A"),
+        say("user", "two"), echo("two"), say("assistant", "2"),
+        history("one", "two", "summary B"),
+        say("user", "three"), echo("three"), say("assistant", "3"),
+    ]  # fmt: skip
+    f = tmp_path / "rollout.jsonl"
+    f.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    codex.import_file(store, f)
+    got = shape(store, sid, codex_short(sid))
+    assert got["covers"] == {4: [1, 2, 3], 8: [4, 5, 6, 7]}
+    assert got["context"] == [8, 9, 10, 11]
+    assert got["pending"] == [1, 3, 5, 7, 9, 11]
+    assert [b.text for b in store.node(f"{sid}:8").content] == ["one", "two", "summary B"]  # type: ignore[union-attr]
