@@ -129,6 +129,26 @@ def test_pi_unresolved_first_kept_entry_is_reported_and_the_summary_replaces_all
     }
 
 
+def test_pi_compaction_naming_itself_as_first_kept_keeps_nothing(
+    store: BaseStore, tmp_path: Path
+) -> None:
+    # pi's own v1 -> v2 migration writes the compaction's id when the index was the entry count.
+    rows = [
+        orjson.loads(r) for r in (FIX / "pi/v2-unresolved-kept.jsonl").read_bytes().splitlines()
+    ]
+    rows[6]["firstKeptEntryId"] = rows[6]["id"]
+    f = tmp_path / "self.jsonl"
+    f.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    fr = pi.import_file(store, f)
+    sid = "5a1c3e7f-2b9d-4c8a-a6f0-1e3d5b7c9f02"
+    assert fr.notes == []  # not damage: pi's way of saying "keep nothing"
+    got = shape(store, sid)
+    assert got["covers"] == {
+        "5a6b7c81": ["0a1b2c3d", "1a2b3c4d", "2a3b4c5e", "3a4b5c6f", "4a5b6c70"]
+    }
+    assert got["context"] == ["5a6b7c81", "6a7b8c92"]
+
+
 def test_pi_damaged_links_are_reported_and_the_rest_imports(store: BaseStore) -> None:
     fr = pi.import_file(store, FIX / "pi/v3-damaged.jsonl")
     sid = "c4f8e2a6-7d1b-4e3c-9a5f-0b2d4e6f8a13"
