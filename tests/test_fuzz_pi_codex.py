@@ -96,17 +96,14 @@ def damaged_lines(draw: st.DrawFn, records: list[dict[str, Any]]) -> bytes:
 
 
 @st.composite
-def pi_file(draw: st.DrawFn) -> bytes:
-    header: dict[str, Any] = {
-        "type": "session",
-        "id": "fuzz-pi",
-        "timestamp": "2026-01-01T00:00:00Z",
-    }
+def pi_file(draw: st.DrawFn, sid: str = "fuzz-pi", parents: tuple[str, ...] = ()) -> bytes:
+    header: dict[str, Any] = {"type": "session", "id": sid, "timestamp": "2026-01-01T00:00:00Z"}
     version = draw(st.sampled_from([None, 1, 2, 3]))
     if version is not None:
         header["version"] = version
-    if draw(st.integers(0, 5)) == 0:
-        header["parentSession"] = draw(st.sampled_from(["", "/nonexistent/x.jsonl", "\x00"]))
+    if parents or draw(st.integers(0, 5)) == 0:
+        where = ["", "/nonexistent/x.jsonl", "\x00", *parents]
+        header["parentSession"] = draw(st.sampled_from(where))
     entries = draw(st.lists(pi_entry(), max_size=24))
     head = [header] if draw(st.integers(0, 7)) else []
     return draw(damaged_lines(head + entries))
@@ -229,6 +226,36 @@ def check_import(
 @given(data=pi_file())
 def test_fuzzed_pi_files_import_or_store_nothing(data: bytes) -> None:
     check_import(MemorySessionStore(), data, pi.import_file)
+
+
+@given(source=pi_file("fuzz-src", ("@FORK@",)), fork=pi_file("fuzz-fork", ("@SRC@", "@SELF@")))
+def test_fuzzed_pi_fork_files_end_and_keep_every_session_valid(source: bytes, fork: bytes) -> None:
+    """A ``/fork`` file and its source, naming each other or themselves in ``parentSession``."""
+    store = MemorySessionStore()
+    with tempfile.TemporaryDirectory() as d:
+        src, frk = Path(d) / "src.jsonl", Path(d) / "fork.jsonl"
+        names = {b"@SRC@": str(src).encode(), b"@FORK@": str(frk).encode()}
+        names[b"@SELF@"] = names[b"@FORK@"]
+        for path, data in ((src, source), (frk, fork)):
+            for k, v in names.items():
+                data = data.replace(k, v)
+            path.write_bytes(data)
+        try:
+            pi.import_file(store, frk)
+            pi.import_file(store, src)
+        except GraphError:
+            assert store.sessions() == [], "a refused file left something behind"
+            return
+        for s in store.sessions():
+            idx = store.index(s.id)
+            for n in idx.pred:
+                steps, m = 0, n
+                while m is not None:
+                    m, steps = idx.pred[m], steps + 1
+                    assert steps <= len(idx), f"a cycle through {n}"
+            store.context(s.id)
+        assert pi.import_file(store, frk).nodes_added == 0
+        assert pi.import_file(store, src).nodes_added == 0
 
 
 @given(data=codex_file())

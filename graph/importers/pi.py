@@ -37,8 +37,9 @@ Mapping (DESIGN.md 5, corpus ``FORMATS.md`` section 2):
   fork file's entries go into the source session under the source's ids, so the copied path maps onto
   the stored nodes and only the new entries are added, as a branch at the cut (tagged
   ``metadata["transcript_session"]``); the source's head is left alone. Without the source the fork
-  file is a session of its own, ``parentSession`` kept in its metadata. A source that is the file
-  itself, or forks from it, is not followed.
+  file is a session of its own, ``parentSession`` kept in its metadata, and stays one on later
+  imports (a source stored afterwards does not move it). A source that is the file itself, or forks
+  from it, is not followed.
 * The head is the last entry in file order.
 """
 
@@ -185,20 +186,28 @@ def _source_session(
         looped, head = False, None
     if head is not None and isinstance(head.get("id"), str):
         try:
-            store.session(head["id"])
+            return store.session(head["id"]).id
         except UnknownSessionError:
-            if looped:
-                report.notes.append(f"the fork's source {source} is this file or forks from it")
-                return None
-            sub = _import_file(store, source, importing)
-            report.notes.append(
-                f"imported the fork's source {source} first ({sub.nodes_added} nodes)"
-            )
-        return str(head["id"])
+            pass
+        if looped:
+            report.notes.append(f"the fork's source {source} is this file or forks from it")
+            return None
+        # The source may itself be a fork whose entries joined its own source's session.
+        sub = _import_file(store, source, importing)
+        report.notes.append(f"imported the fork's source {source} first ({sub.nodes_added} nodes)")
+        return sub.session_ids[0] if sub.session_ids else None
     for s in store.sessions():
         if s.metadata.get("runtime") == FORMAT and s.metadata.get("path") == parent_path:
             return s.id
     return None
+
+
+def _stored(store: BaseStore, session_id: str) -> bool:
+    try:
+        store.session(session_id)
+    except UnknownSessionError:
+        return False
+    return True
 
 
 def import_file(store: BaseStore, path: Path) -> FileReport:
@@ -233,7 +242,9 @@ def _import(
     own = str(head_line.get("id") or path.stem)
     sid = own
     parent_path = head_line.get("parentSession")
-    if isinstance(parent_path, str) and parent_path:
+    if isinstance(parent_path, str) and parent_path and _stored(store, own):
+        report.notes.append(f"the fork was stored apart before, as session {own}; it stays there")
+    elif isinstance(parent_path, str) and parent_path:
         source = _source_session(store, parent_path, report, importing)
         if source is not None and source != own:
             sid = source
