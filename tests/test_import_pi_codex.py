@@ -334,3 +334,42 @@ def test_codex_second_compaction_stands_for_the_first(store: BaseStore, tmp_path
     assert got["context"] == [8, 9, 10, 11]
     assert got["pending"] == [1, 3, 5, 7, 9, 11]
     assert [b.text for b in store.node(f"{sid}:8").content] == ["one", "two", "summary B"]  # type: ignore[union-attr]
+
+
+def test_pi_fork_of_a_fork_joins_the_first_source(store: BaseStore, tmp_path: Path) -> None:
+    a, b, c = (tmp_path / f"{x}.jsonl" for x in "abc")
+    shutil.copy(FIX / "pi/v3-two-compactions.jsonl", a)
+    lines = a.read_bytes().splitlines()
+    sid = "3d8f1a27-6b4c-4e9a-9f21-7c5e0b2d4a61"
+
+    def fork(
+        path: Path, fid: str, parent: Path, body: list[bytes], new_id: str, after: str
+    ) -> None:
+        header = {"type": "session", "version": 3, "id": fid, "parentSession": str(parent)}
+        new = {"type": "message", "id": new_id, "parentId": after,
+               "message": {"role": "user", "content": [{"type": "text", "text": new_id}]}}  # fmt: skip
+        path.write_bytes(b"\n".join([orjson.dumps(header), *body, orjson.dumps(new)]) + b"\n")
+
+    fork(b, "b0000000-0000-4000-8000-000000000000", a, lines[1:4], "bbbbbbbb", "d1e2f3a4")
+    b_lines = b.read_bytes().splitlines()
+    fork(c, "c0000000-0000-4000-8000-000000000000", b, b_lines[1:], "cccccccc", "bbbbbbbb")
+    fr = pi.import_file(store, c)  # imports b, which imports a
+    assert fr.session_ids == [sid] and fr.nodes_added == 1
+    assert [s.id for s in store.sessions()] == [sid]
+    got = shape(store, sid)
+    assert got["pred"]["bbbbbbbb"] == "d1e2f3a4" and got["pred"]["cccccccc"] == "bbbbbbbb"
+    assert got["head"] == "b3c4d5e6"  # the source's head is left alone
+    assert pi.import_file(store, c).nodes_added == 0
+
+
+def test_pi_files_naming_each_other_as_source_end(store: BaseStore, tmp_path: Path) -> None:
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    row = {"type": "message", "id": "aa000001", "parentId": None,
+           "message": {"role": "user", "content": "hi"}}  # fmt: skip
+    for path, sid, other in ((a, "sa", b), (b, "sb", a)):
+        header = {"type": "session", "version": 3, "id": sid, "parentSession": str(other)}
+        path.write_bytes(orjson.dumps(header) + b"\n" + orjson.dumps(row) + b"\n")
+    fr = pi.import_file(store, a)  # a imports b first; b's source a is under way: b stays apart
+    assert fr.session_ids == ["sb"] and any("forks from it" in n for n in fr.notes)
+    assert [s.id for s in store.sessions()] == ["sb"]
+    assert pi.import_file(store, b).nodes_added == 0 and pi.import_file(store, a).nodes_added == 0

@@ -195,6 +195,8 @@ def _source_session(
         # The source may itself be a fork whose entries joined its own source's session.
         sub = _import_file(store, source, importing)
         report.notes.append(f"imported the fork's source {source} first ({sub.nodes_added} nodes)")
+        report.notes.extend(f"{source}: {note}" for note in sub.notes)
+        report.notes.extend(f"{source}: line {n} skipped: {why}" for n, why in sub.skipped)
         return sub.session_ids[0] if sub.session_ids else None
     for s in store.sessions():
         if s.metadata.get("runtime") == FORMAT and s.metadata.get("path") == parent_path:
