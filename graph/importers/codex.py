@@ -497,7 +497,8 @@ def _since_last_compaction(
     """The span a ``compacted`` item replaces, oldest first.
 
     It is the branch before the item, back to the root or to the span of the previous compaction
-    (included: it stands for what it covered). Bounded by the items since that compaction, so a rollout's covers stay linear in its length.
+    (included: it stands for what it covered). Bounded by the items since that compaction, so a
+    rollout's covers stay linear in its length.
     """
     out: list[str] = []
     ends: set[str] = set()
@@ -518,8 +519,9 @@ def _rolled_back(
     """Where a ``thread_rolled_back`` event takes the history back to.
 
     Returns ``(node the history goes back to, first prompt dropped)``; None for any other item or
-    a rollback that cannot be applied (reported). ``num_turns`` drops the last turns from the history (Codex keeps their lines in the file): the
-    history goes back to just before the ``num_turns``-th last prompt. ``turns`` loses them.
+    a rollback that cannot be applied (reported). ``num_turns`` drops the last turns from the
+    history (Codex keeps their lines in the file): the history goes back to just before the
+    ``num_turns``-th last prompt. ``turns`` loses them.
     """
     p = _payload(line)
     if line.data.get("type") != "event_msg" or p.get("type") != "thread_rolled_back":

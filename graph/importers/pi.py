@@ -19,11 +19,12 @@ Mapping (DESIGN.md 5, corpus ``FORMATS.md`` section 2):
 * ``compaction``: a summary covering what pi summarised into it: the branch from the previous
   compaction's first kept entry (the root, for the first) up to the entry before its own
   ``firstKeptEntryId`` (v1: ``firstKeptEntryIndex``, an index into the entries pi held, the header at
-  0), the previous compaction included, so that one's span is covered through it; inline layout. pi's context is the latest compaction's summary, then the kept entries (written
-  before it), then what follows, and :meth:`BaseStore.context` gives that order. A compaction that
-  keeps nothing (v1: the index is the entry count, or names the compaction itself) covers its whole
-  branch; so does one whose first kept entry resolves to nothing or lies off its branch, which the
-  report notes: like pi, the context then holds the summary and nothing of the old history.
+  0), the previous compaction included, so that one's span is covered through it; inline layout.
+  pi's context is the latest compaction's summary, then the kept entries (written before it), then
+  what follows, and :meth:`BaseStore.context` gives that order. A compaction that keeps nothing
+  (v1: the index is the entry count, or names the compaction itself) covers that whole span; so
+  does one whose first kept entry resolves to nothing or lies off its branch, which the report
+  notes: like pi, the context then holds the summary and nothing of the old history.
 * Damaged links are reported and the rest of the file imports: a repeated entry id (the later line
   is skipped), a parent in no file (the entry becomes a root, ``metadata["dangling_parent"]``), a
   parent link closing a cycle, self parents included (cut, ``metadata["cycle_parent"]``).
