@@ -139,13 +139,9 @@ def codex_item(draw: st.DrawFn) -> dict[str, Any]:
             "payload": {"type": "function_call_output", "call_id": "c", "output": {"x": 1}},
         }
     if kind == "compacted":
-        history = draw(
-            st.one_of(
-                st.none(),
-                st.just("not a list"),
-                st.lists(st.sampled_from([{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "k"}]}, {"type": "compaction"}, 3, {}]), max_size=3),
-            )
-        )  # fmt: skip
+        kept = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "k"}]}
+        items = st.sampled_from([kept, {"type": "compaction"}, 3, {}])
+        history = draw(st.one_of(st.none(), st.just("not a list"), st.lists(items, max_size=3)))
         return {"type": "compacted", "payload": {"message": text, "replacement_history": history}}
     if kind == "rollback":
         n = draw(st.one_of(st.integers(-1, 4), st.just("2"), st.none()))
