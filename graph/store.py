@@ -772,7 +772,7 @@ class BaseStore(ABC):
         return self._read_nodes(idx, walks.branch_ids(idx, self._head(idx, head)))
 
     def context(self, session_id: str, head: str | None = None) -> list[Node]:
-        """Return the model-visible context of ``head``, root first (DESIGN.md 3).
+        """Return the model-visible context of ``head``, root first.
 
         It is the branch with each covered span replaced by its latest summary, which stands where the
         span was (before the turns the compaction kept, as pi, Claude Code and Codex build it), so a

@@ -1,6 +1,6 @@
 """OpenAI Codex CLI rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``) as sessions.
 
-Mapping (DESIGN.md 5, corpus ``FORMATS.md`` section 3):
+Mapping (a rollout is one ``{timestamp, type, payload}`` record per line, in file order):
 
 * A rollout has no parent pointers: each node follows the previous one in file order. The first
   ``session_meta`` is the identity: its ``id`` is the session id and its payload the session metadata.

@@ -1,6 +1,6 @@
 """pi coding agent transcripts (``~/.pi/agent/sessions/--<cwd>--/<time>_<uuid>.jsonl``) as sessions.
 
-Mapping (DESIGN.md 5, corpus ``FORMATS.md`` section 2):
+Mapping (pi's session format: a header line, then entries linked by ``id``/``parentId``):
 
 * The header line (``type: "session"``) is the session: its ``id`` is the session id and the whole
   header is kept in the session metadata (``header``). A ``session_info`` entry's ``name`` is the title,
