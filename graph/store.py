@@ -983,7 +983,10 @@ class BaseStore(ABC):
     def context(self, session_id: str, head: str | None = None) -> list[Node]:
         """Return the model-visible context of ``head``, root first.
 
-        It is the branch with each covered span replaced by its latest summary.
+        It is the branch with each covered span replaced by its latest summary, which stands where the
+        span was (before the turns the compaction kept, as pi, Claude Code and Codex build it), so a
+        summary of ``m1..m18`` appended after ``m20`` reads ``[s, m19, m20, ...]``
+        (:func:`graph.walks.context_ids`).
 
         Raises:
             UnknownSessionError, UnknownNodeError.

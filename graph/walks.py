@@ -46,6 +46,7 @@ __all__ = [
 
 _MESSAGE = node_bits(Kind.MESSAGE, Role.USER, empty=False, scheduled=False) & KIND_MASK
 _SUMMARY = node_bits(Kind.SUMMARY, Role.USER, empty=False, scheduled=False) & KIND_MASK
+_EVENT_CODE = node_bits(Kind.EVENT, Role.SYSTEM, empty=False, scheduled=False) & KIND_MASK
 
 Index = SessionIndex | IndexView
 """Any index a walk reads: the store's own or its read-only face."""
@@ -270,19 +271,58 @@ def fork_count(index: Index) -> int:
 def context_ids(index: Index, head: str | None) -> list[str]:
     """Return the model-visible context of ``head``, root first.
 
-    It is the branch of ``head`` with each covered span replaced by its latest summary; an older summary
-    whose whole span a later one covers is left out too.
+    It is the branch of ``head`` with each covered span replaced by its latest summary, the summary
+    standing where the span was: a summary of ``m1..m18`` appended after ``m20`` (pi's
+    ``firstKeptEntryId`` keeps ``m19, m20``, written before the compaction entry) reads
+    ``[s, m19, m20, ...]``, the order pi, Claude Code and Codex send to the model. A summary covered
+    by a later one stands for nothing (its span belongs to the later summary too), and an older
+    summary whose whole span a later one covers is left out. Events written between the span and the
+    summary (Claude Code's ``compact_boundary``) stay before the summary, as Claude Code sends them:
+    ``[boundary, summary, kept tail]``. A summary whose span is not on the
+    branch (the sibling layout, the head below it) keeps its own place.
+
+    Cost: two passes over the branch plus the covers of its summaries.
     """
-    covered: set[str] = set()
-    out: list[str] = []
-    for n in reversed(branch_ids(index, head)):
-        if n in covered:
+    branch = branch_ids(index, head)
+    covers = index.covers
+    owner: dict[str, str] = {}  # covered node -> the latest summary standing for it
+    dropped: set[str] = set()
+    for n in reversed(branch):
+        cv = covers.get(n)
+        if cv is None:
             continue
-        cv = index.covers.get(n)
-        if cv is not None:
-            if all(c in covered for c in cv):
-                continue
-            covered.update(cv)
-        out.append(n)
-    out.reverse()
+        outer = owner.get(n)
+        if outer is not None:  # a summary inside a later summary's span: its span is that one's
+            for c in cv:
+                owner.setdefault(c, outer)
+        elif all(c in owner for c in cv):
+            dropped.add(n)
+        else:
+            for c in cv:
+                owner.setdefault(c, n)
+    out: list[str] = []
+    placed: set[str] = set()
+    for n in branch:
+        s = owner.get(n, n)
+        if s in dropped or s in placed:
+            continue
+        placed.add(s)
+        out.append(s)
+    # Events written between a span and its summary (Claude Code's compact_boundary) stay before
+    # the summary, as the runtime sends them: [boundary, summary, kept tail].
+    where = {n: i for i, n in enumerate(branch)}
+    bits = index.bits
+    for i in range(len(out) - 1):
+        s = out[i]
+        if s not in covers or s not in where:
+            continue
+        k = i
+        while (
+            k + 1 < len(out)
+            and bits[out[k + 1]] & KIND_MASK == _EVENT_CODE
+            and out[k + 1] not in owner
+            and where.get(out[k + 1], len(branch)) < where[s]
+        ):
+            out[k], out[k + 1] = out[k + 1], out[k]
+            k += 1
     return out

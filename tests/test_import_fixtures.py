@@ -213,9 +213,9 @@ def test_pi_v3_compaction_and_branch_summary(store: BaseStore) -> None:
         n(x)
         for x in "4e5f6a7b 8c9d0e1f 2a3b4c5d 6e7f8a9b 4a5b6c7d 8e9f0a1b 6a7b8c9d 0e1f2a3b".split()
     ]
-    # The context: the kept entries, the compaction summary, the branch summary, the new branch.
+    # pi's context: the compaction summary, the kept entries, the branch summary, the new branch.
     assert ids(store.context(sid)) == [
-        n(x) for x in "2a3b4c5d 6e7f8a9b 0c1d2e3f 2c3d4e5f 6a7b8c9d 0e1f2a3b".split()
+        n(x) for x in "0c1d2e3f 2a3b4c5d 6e7f8a9b 2c3d4e5f 6a7b8c9d 0e1f2a3b".split()
     ]
     assert store.node(n("8c9d0e1f")).metadata["thinking"] == ["Split lex from parse."]
 

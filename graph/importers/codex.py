@@ -1,19 +1,31 @@
 """OpenAI Codex CLI rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``) as sessions.
 
-Mapping (DESIGN.md 5, corpus ``FORMATS.md`` section 3):
+Mapping (a rollout is one ``{timestamp, type, payload}`` record per line, in file order):
 
 * A rollout has no parent pointers: each node follows the previous one in file order. The first
   ``session_meta`` is the identity: its ``id`` is the session id and its payload the session metadata.
 * Node ids are ``<thread id>:<position>``, the position being the item's index among the thread's own
   rollout items (its ``session_meta`` is 0), so they are the same wherever the item is read.
 * ``response_item`` messages are messages (``developer``/``system`` and the context the CLI injects as
-  user text, such as ``<environment_context>`` and AGENTS.md instructions, have the role ``system``);
-  tool calls (``function_call``, ``custom_tool_call``, ``local_shell_call``, ``web_search_call``) are
+  user text, such as the environment context and AGENTS.md instructions, have the role ``system``).
+  Injected context is told from a prompt by structure: the CLI echoes every prompt the user typed as
+  an ``event_msg`` ``user_message`` beside it, and injected text has no echo, so sanitized and
+  localized rollouts are read right; only a rollout with no echo at all (older builds) falls back
+  to the known text prefixes.
+* Tool calls (``function_call``, ``custom_tool_call``, ``local_shell_call``, ``web_search_call``) are
   assistant messages with a tool-call block; their outputs are ``tool`` messages, joined by
   ``call_id``. Reasoning, ``turn_context``, ``event_msg`` and unknown items are events (``event_msg``
   repeats the user and agent messages, so only the ``response_item`` copy is a message).
-* ``compacted`` is an inline compaction summary covering the whole branch before it; its
-  ``replacement_history`` stays in its metadata.
+* ``compacted`` is an inline compaction summary covering the branch before it, back to the previous
+  compaction (which it covers, standing for that one's span) or the root. Its
+  ``replacement_history``, when present, *is* the model-visible history after it, so the summary's
+  content is that history's text item by item (the items themselves stay in
+  ``metadata["payload"]``) and the context reads ``[summary, what followed]``; without one, the
+  content is its ``message``.
+* ``event_msg`` ``thread_rolled_back`` (``num_turns``) drops the last turns from the history while
+  their lines stay in the file: the items after it follow the node before the first dropped prompt
+  (a fork), and the dropped turns are stamped rewound, as a rewind would. A rollback naming more
+  turns than there are since the start or the last compaction is reported and not applied.
 * Forks: a rollout whose first ``session_meta`` has ``forked_from_id`` and is followed by the parent's
   copied ``session_meta`` carries a verbatim copy of the parent's items. The copy gets the parent's
   ids (recursively, for forks of forks), so it maps onto the parent's nodes, and the fork's own items
@@ -42,6 +54,7 @@ from graph.importers._common import (
     file_import,
     parse_time,
     preview,
+    stamp_subtrees,
     stored_ids,
 )
 from graph.importers.jsonl import Line, read_jsonl
@@ -208,7 +221,80 @@ def _args(value: Any) -> Any:
     return value
 
 
-def _item(line: Line) -> tuple[Kind, Role, Content]:
+def _is_user_item(line: Line) -> bool:
+    p = _payload(line)
+    return (
+        line.data.get("type") == "response_item"
+        and p.get("type") == "message"
+        and p.get("role") == "user"
+    )
+
+
+def _is_echo(line: Line) -> bool:
+    return line.data.get("type") == "event_msg" and _payload(line).get("type") == "user_message"
+
+
+def _plain(content: Any) -> str:
+    return "\n".join(b.text for b in _text_of(content) if isinstance(b, TextBlock)).strip()
+
+
+_RUN = 64
+"""How far (items) an echo's run is searched each way; keeps the pairing linear on any input."""
+
+
+def _in_run(line: Line) -> bool:
+    """Items a prompt's run may hold besides user items: bookkeeping and injected instructions."""
+    kind, p = line.data.get("type"), _payload(line)
+    if kind == "turn_context":
+        return True
+    if kind == "event_msg":
+        return p.get("type") not in ("user_message", "agent_message", "agent_reasoning")
+    return kind == "response_item" and p.get("type") == "message" and p.get("role") != "assistant"
+
+
+def _prompts(items: Sequence[Line]) -> set[int] | None:
+    """The positions of the user items that are real prompts, told by structure; None if it cannot.
+
+    The CLI echoes each prompt the user typed as an ``event_msg`` ``user_message`` beside its
+    ``response_item``; the context it injects as user text (AGENTS.md, the environment context)
+    has no echo, whatever its wording (sanitized and localized rollouts defeat text prefixes). Each
+    echo is paired with one unpaired user item of its run (the user items and bookkeeping around
+    it, up to the nearest model output or other echo): the one with the echo's text, else the
+    nearest before it, else the nearest after it. A rollout without any echo returns None (older
+    builds did not write them), and the caller falls back to the injected-text prefixes.
+    """
+    echoes = [k for k, line in enumerate(items) if _is_echo(line)]
+    if not echoes:
+        return None
+    paired: set[int] = set()
+
+    def run(k: int, step: int) -> list[int]:
+        out: list[int] = []
+        j = k + step
+        while 0 <= j < len(items) and abs(j - k) <= _RUN:
+            if _is_user_item(items[j]):
+                if j not in paired:
+                    out.append(j)
+            elif not _in_run(items[j]):
+                break
+            j += step
+        return out
+
+    for k in echoes:
+        near = run(k, -1) + run(k, 1)
+        said = str(_payload(items[k]).get("message") or "").strip()
+        same = [j for j in near if said and _plain(_payload(items[j]).get("content")) == said]
+        if same or near:
+            paired.add((same or near)[0])
+    return paired
+
+
+def _item(line: Line, prompt: bool | None = None) -> tuple[Kind, Role, Content]:
+    """Kind, role and content of a rollout item.
+
+    ``prompt`` tells whether a user item is a real prompt (:func:`_prompts`); None leaves it to the
+    injected-text prefixes.
+    """
     kind, p = line.data.get("type"), _payload(line)
     ptype = p.get("type")
     if kind == "response_item":
@@ -218,7 +304,7 @@ def _item(line: Line) -> tuple[Kind, Role, Content]:
             text = "\n".join(b.text for b in content if isinstance(b, TextBlock)).lstrip()
             if role == "assistant":
                 return Kind.MESSAGE, Role.ASSISTANT, content
-            if role == "user" and not text.startswith(_INJECTED):
+            if role == "user" and (not text.startswith(_INJECTED) if prompt is None else prompt):
                 return Kind.MESSAGE, Role.USER, content
             return Kind.MESSAGE, Role.SYSTEM, content
         if ptype in _CALLS:
@@ -246,6 +332,9 @@ def _item(line: Line) -> tuple[Kind, Role, Content]:
             return Kind.EVENT, Role.ASSISTANT, "\n".join(parts)
         return Kind.EVENT, Role.SYSTEM, str(ptype or kind)
     if kind == "compacted":
+        history = p.get("replacement_history")
+        if isinstance(history, list):
+            return Kind.SUMMARY, Role.SYSTEM, _replacement(history)
         return Kind.SUMMARY, Role.SYSTEM, str(p.get("message") or "")
     if kind == "event_msg":
         said = p.get("message") or p.get("text") or ""
@@ -253,6 +342,24 @@ def _item(line: Line) -> tuple[Kind, Role, Content]:
     if kind == "turn_context":
         return Kind.EVENT, Role.SYSTEM, f"turn_context {p.get('model', '')}".strip()
     return Kind.EVENT, Role.SYSTEM, str(kind)
+
+
+def _replacement(history: list[Any]) -> tuple[Block, ...]:
+    """A ``compacted`` item's ``replacement_history`` as the summary's content, item by item.
+
+    The replacement is the whole model-visible history after the compaction (the kept prompts, the
+    summary the model wrote, a remote compaction's encrypted item), so the summary's content is its
+    text in order; each item's role and fields stay in the node's ``metadata["payload"]``.
+    """
+    blocks: list[Block] = []
+    for item in history:
+        if not isinstance(item, Mapping):
+            continue
+        if item.get("type") == "message":
+            blocks.extend(_text_of(item.get("content")))
+        else:
+            blocks.append(TextBlock(text=f"[{item.get('type') or 'item'}]"))
+    return tuple(blocks)
 
 
 # ------------------------------------------------------------------------------------- import
@@ -295,18 +402,31 @@ def _import(store: BaseStore, path: Path, items: list[Line], report: FileReport)
         report.notes.append(f"fork of session {sid}: its new items join that session as a branch")
     report.session_ids.append(sid)
     known = stored_ids(store, sid)
+    covers_of: dict[str, tuple[str, ...]] = dict(store.index(sid).covers) if known else {}
     had_head = store.session(sid).head if known else None
-    order: list[tuple[str, Line]] = [(i, items[k]) for k, i in enumerate(ids.ids) if i]
+    prompts = _prompts(items)
+    order: list[tuple[str, Line, bool | None]] = [
+        (i, items[k], None if prompts is None else k in prompts) for k, i in enumerate(ids.ids) if i
+    ]
     last = parse_time(_payload(items[0]).get("timestamp"), EPOCH)
     title = ""
     new: list[Node] = []
     pred: dict[str, str | None] = {}
     prev: str | None = None
-    for node_id, line in order:
+    turns: list[str] = []  # the prompts on the current chain, oldest first
+    rollbacks: list[tuple[str, str]] = []  # (node kept, first prompt dropped)
+    for node_id, line, prompt in order:
         last = parse_time(line.data.get("timestamp"), last)
-        kind, role, content = _item(line)
-        if not title and kind is Kind.MESSAGE and role is Role.USER:
-            title = preview(content)
+        kind, role, content = _item(line, prompt)
+        if kind is Kind.MESSAGE and role is Role.USER:
+            title = title or preview(content)
+            turns.append(node_id)
+        elif kind is Kind.SUMMARY:
+            turns.clear()  # the turns before a compaction are no longer in the history
+        elif (back := _rolled_back(line, turns, pred, report)) is not None:
+            prev, first = back
+            if prev is not None:
+                rollbacks.append((prev, first))
         pred[node_id] = prev
         p, prev = prev, node_id
         if node_id in known:
@@ -322,12 +442,8 @@ def _import(store: BaseStore, path: Path, items: list[Line], report: FileReport)
             meta["transcript_session"] = thread
         covers: tuple[str, ...] = ()
         if kind is Kind.SUMMARY and p is not None:
-            path_ids = []
-            n: str | None = p
-            while n is not None:
-                path_ids.append(n)
-                n = pred[n] if n in pred else known.get(n)
-            covers = tuple(reversed(path_ids))
+            covers = _since_last_compaction(p, pred, known, covers_of)
+            covers_of[node_id] = covers
         new.append(
             Node(
                 id=node_id,
@@ -335,7 +451,7 @@ def _import(store: BaseStore, path: Path, items: list[Line], report: FileReport)
                 predecessor=p,
                 kind=kind,
                 role=role,
-                content=content if content != "" or kind is not Kind.SUMMARY else "[compacted]",
+                content=content if content or kind is not Kind.SUMMARY else "[compacted]",
                 created_at=last,
                 metadata=meta,
                 covers=covers,
@@ -363,3 +479,61 @@ def _import(store: BaseStore, path: Path, items: list[Line], report: FileReport)
             store.update_session(sid, metadata=dict(stored_meta) | {"forks": forks})
     head = prev if (sid == own or had_head is None) else had_head
     report.nodes_added += len(store.add_nodes(sid, new, head=head))
+    for kept, first in rollbacks:
+        stamp_subtrees(store, sid, kept, [first])
+
+
+def _since_last_compaction(
+    start: str,
+    pred: Mapping[str, str | None],
+    known: Mapping[str, str | None],
+    covers_of: Mapping[str, tuple[str, ...]],
+) -> tuple[str, ...]:
+    """The span a ``compacted`` item replaces, oldest first.
+
+    It is the branch before the item, back to the root or to the span of the previous compaction
+    (included: it stands for what it covered). Bounded by the items since that compaction, so a
+    rollout's covers stay linear in its length.
+    """
+    out: list[str] = []
+    ends: set[str] = set()
+    n: str | None = start
+    while n is not None and n not in ends:
+        out.append(n)
+        cv = covers_of.get(n)
+        if cv:
+            ends.add(cv[-1])
+        n = pred[n] if n in pred else known.get(n)
+    out.reverse()
+    return tuple(out)
+
+
+def _rolled_back(
+    line: Line, turns: list[str], pred: Mapping[str, str | None], report: FileReport
+) -> tuple[str | None, str] | None:
+    """Where a ``thread_rolled_back`` event takes the history back to.
+
+    Returns ``(node the history goes back to, first prompt dropped)``; None for any other item or
+    a rollback that cannot be applied (reported). ``num_turns`` drops the last turns from the
+    history (Codex keeps their lines in the file): the history goes back to just before the
+    ``num_turns``-th last prompt. ``turns`` loses them.
+    """
+    p = _payload(line)
+    if line.data.get("type") != "event_msg" or p.get("type") != "thread_rolled_back":
+        return None
+    n = p.get("num_turns")
+    if not isinstance(n, int) or isinstance(n, bool) or not 0 < n <= len(turns):
+        report.notes.append(
+            f"line {line.number}: thread_rolled_back {orjson.dumps(dict(p)).decode()[:120]} "
+            f"names no span of the {len(turns)} turns since the start or the last compaction; "
+            "not applied"
+        )
+        return None
+    first = turns[-n]
+    del turns[-n:]
+    back = pred[first]
+    if back is None:
+        report.notes.append(
+            f"line {line.number}: thread_rolled_back drops every turn; the history restarts there"
+        )
+    return back, first

@@ -1,6 +1,6 @@
 """pi coding agent transcripts (``~/.pi/agent/sessions/--<cwd>--/<time>_<uuid>.jsonl``) as sessions.
 
-Mapping (DESIGN.md 5, corpus ``FORMATS.md`` section 2):
+Mapping (pi's session format: a header line, then entries linked by ``id``/``parentId``):
 
 * The header line (``type: "session"``) is the session: its ``id`` is the session id and the whole
   header is kept in the session metadata (``header``). A ``session_info`` entry's ``name`` is the title,
@@ -16,9 +16,18 @@ Mapping (DESIGN.md 5, corpus ``FORMATS.md`` section 2):
   ``bashExecution`` (role ``tool``), ``custom`` (``system``); ``branchSummary``/``compactionSummary``
   messages are summaries without covers. ``custom_message`` is a ``system`` message. ``model_change``,
   ``thinking_level_change``, ``custom``, ``label``, ``session_info`` and unknown types are events.
-* ``compaction``: a summary covering the branch from its root up to the entry before
-  ``firstKeptEntryId`` (v1: ``firstKeptEntryIndex``, an index into the file's lines with the header at
-  0); inline layout, as pi keeps the entries from the first kept one on in context.
+* ``compaction``: a summary covering what pi summarised into it: the branch from the previous
+  compaction's first kept entry (the root, for the first) up to the entry before its own
+  ``firstKeptEntryId`` (v1: ``firstKeptEntryIndex``, an index into the entries pi held, the header at
+  0), the previous compaction included, so that one's span is covered through it; inline layout.
+  pi's context is the latest compaction's summary, then the kept entries (written before it), then
+  what follows, and :meth:`BaseStore.context` gives that order. A compaction that keeps nothing
+  (v1: the index is the entry count, or names the compaction itself) covers that whole span; so
+  does one whose first kept entry resolves to nothing or lies off its branch, which the report
+  notes: like pi, the context then holds the summary and nothing of the old history.
+* Damaged links are reported and the rest of the file imports: a repeated entry id (the later line
+  is skipped), a parent in no file (the entry becomes a root, ``metadata["dangling_parent"]``), a
+  parent link closing a cycle, self parents included (cut, ``metadata["cycle_parent"]``).
 * ``branch_summary``: when the entry it summarises (``fromId``) lies below its parent (the fork point
   the user went back to), a sibling-layout summary covering that abandoned branch; otherwise a summary
   without covers.
@@ -29,7 +38,9 @@ Mapping (DESIGN.md 5, corpus ``FORMATS.md`` section 2):
   fork file's entries go into the source session under the source's ids, so the copied path maps onto
   the stored nodes and only the new entries are added, as a branch at the cut (tagged
   ``metadata["transcript_session"]``); the source's head is left alone. Without the source the fork
-  file is a session of its own, ``parentSession`` kept in its metadata.
+  file is a session of its own, ``parentSession`` kept in its metadata, and stays one on later
+  imports (a source stored afterwards does not move it). A source that is the file itself, or forks
+  from it, is not followed.
 * The head is the last entry in file order.
 """
 
@@ -159,17 +170,32 @@ def _message(entry: Mapping[str, Any]) -> tuple[Kind, Role, Content, dict[str, A
     return Kind.EVENT, Role.SYSTEM, text, extra
 
 
-def _source_session(store: BaseStore, parent_path: str, report: FileReport) -> str | None:
-    """The stored session of a ``/fork`` file's source, importing the source file first if needed."""
+def _source_session(
+    store: BaseStore, parent_path: str, report: FileReport, importing: frozenset[Path]
+) -> str | None:
+    """The stored session of a ``/fork`` file's source, importing the source file first if needed.
+
+    ``importing`` holds the files whose import is under way; a source among them (a file naming
+    itself, or forks naming each other) is not imported again.
+    """
     source = Path(parent_path)
-    head = header(source) if source.exists() else None
+    try:
+        looped = source.resolve() in importing
+        head = header(source) if source.is_file() else None
+    except (OSError, ValueError):  # unreadable, or not a path at all (a NUL byte)
+        looped, head = False, None
     if head is not None and isinstance(head.get("id"), str):
-        if not store.has_session(head["id"]):
-            sub = import_file(store, source)
-            report.notes.append(
-                f"imported the fork's source {source} first ({sub.nodes_added} nodes)"
-            )
-        return str(head["id"])
+        if store.has_session(head["id"]):
+            return str(head["id"])
+        if looped:
+            report.notes.append(f"the fork's source {source} is this file or forks from it")
+            return None
+        # The source may itself be a fork whose entries joined its own source's session.
+        sub = _import_file(store, source, importing)
+        report.notes.append(f"imported the fork's source {source} first ({sub.nodes_added} nodes)")
+        report.notes.extend(f"{source}: {note}" for note in sub.notes)
+        report.notes.extend(f"{source}: line {n} skipped: {why}" for n, why in sub.skipped)
+        return sub.session_ids[0] if sub.session_ids else None
     for s in store.sessions():
         if s.metadata.get("runtime") == FORMAT and s.metadata.get("path") == parent_path:
             return s.id
@@ -188,22 +214,30 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
         OSError: the file cannot be read.
         GraphError: the store refused a write; nothing of the file was stored.
     """
-    path = Path(path)
+    return _import_file(store, Path(path), frozenset())
+
+
+def _import_file(store: BaseStore, path: Path, importing: frozenset[Path]) -> FileReport:
+    importing = importing | {path.resolve()}
     with file_import(path, FORMAT) as (report, problems):
         lines = list(read_jsonl(path, problems))
         with store.atomic():
-            _import(store, path, lines, report)
+            _import(store, path, lines, report, importing)
     return report
 
 
-def _import(store: BaseStore, path: Path, lines: list[Line], report: FileReport) -> None:
+def _import(
+    store: BaseStore, path: Path, lines: list[Line], report: FileReport, importing: frozenset[Path]
+) -> None:
     head_line = lines[0].data if lines and lines[0].data.get("type") == "session" else {}
     entries = lines[1:] if head_line else lines
     own = str(head_line.get("id") or path.stem)
     sid = own
     parent_path = head_line.get("parentSession")
-    if isinstance(parent_path, str) and parent_path:
-        source = _source_session(store, parent_path, report)
+    if isinstance(parent_path, str) and parent_path and store.has_session(own):
+        report.notes.append(f"the fork was stored apart before, as session {own}; it stays there")
+    elif isinstance(parent_path, str) and parent_path:
+        source = _source_session(store, parent_path, report, importing)
         if source is not None and source != own:
             sid = source
             report.notes.append(f"fork of session {source}: its new entries join that session")
@@ -217,18 +251,27 @@ def _import(store: BaseStore, path: Path, lines: list[Line], report: FileReport)
     ids: list[str] = []
     raw_ids: dict[str, str] = {}
     per_line: dict[int, int] = {}
+    first_line: dict[str, int] = {}
+    kept_entries: list[Line] = []
     for e in entries:
-        if v1:
-            k = per_line.get(e.number, 0)
-            per_line[e.number] = k + 1
-            raw = f"L{e.number}" + (f".{k}" if k else "")
-        else:
-            raw = str(e.data.get("id") or f"L{e.number}")
-        ids.append(nid(raw))
-        raw_ids[ids[-1]] = raw
+        k = per_line.get(e.number, 0)
+        per_line[e.number] = k + 1
+        given = None if v1 else e.data.get("id")
+        raw = str(given) if given else f"L{e.number}" + (f".{k}" if k else "")
+        node_id = nid(raw)
+        if node_id in first_line:  # pi checks ids for collisions: a repeat is damage, not a node
+            report.skipped.append(
+                (e.number, f"duplicate entry id {raw!r} (first on line {first_line[node_id]})")
+            )
+            continue
+        first_line[node_id] = e.number
+        kept_entries.append(e)
+        ids.append(node_id)
+        raw_ids[node_id] = raw
+    entries = kept_entries
     inside = set(ids)
     known = stored_ids(store, sid)
-    by_line = {e.number: ids[i] for i, e in reversed(list(enumerate(entries)))}
+    covers_of: dict[str, tuple[str, ...]] = dict(store.index(sid).covers) if known else {}
     pred: dict[str, str | None] = {}
     for i, e in enumerate(entries):
         if v1:
@@ -236,6 +279,22 @@ def _import(store: BaseStore, path: Path, lines: list[Line], report: FileReport)
             continue
         p = e.data.get("parentId")
         pred[ids[i]] = nid(str(p)) if p else None
+    for node_id in ids:
+        if node_id in known:  # the stored link wins over the file's
+            pred[node_id] = known[node_id]
+    dangling: dict[str, str] = {}
+    for node_id in ids:
+        p = pred[node_id]
+        if p is not None and p not in inside and p not in known:
+            dangling[node_id] = p
+            pred[node_id] = None
+    cut = _break_cycles(ids, pred)
+    for node_id, parent in cut.items():
+        report.notes.append(
+            f"line {first_line[node_id]}: entry {raw_ids[node_id]}: its parent {parent} would "
+            "close a cycle; the entry is kept as a root"
+        )
+        pred[node_id] = None
 
     report.session_ids.append(sid)
     times: dict[str, datetime] = {}
@@ -272,13 +331,16 @@ def _import(store: BaseStore, path: Path, lines: list[Line], report: FileReport)
         meta["line"] = e.number
         if sid != own:
             meta["transcript_session"] = own
-        if p is not None and p not in inside and p not in known:
-            meta["dangling_parent"] = p
-            report.dangling.append((node_id, p))
-            p = None
+        if node_id in cut:
+            meta["cycle_parent"] = cut[node_id]
+        if node_id in dangling:
+            meta["dangling_parent"] = dangling[node_id]
+            report.dangling.append((node_id, dangling[node_id]))
         kind, role, content, extra = _message(e.data)
         meta.update(extra)
-        covers = _covers(e.data, node_id, p, pred, known, by_line, nid, entries, report)
+        covers = _covers(e, i, ids, p, pred, known, covers_of, nid, bool(head_line), report)
+        if covers:
+            covers_of[node_id] = covers
         new.append(
             Node(
                 id=node_id,
@@ -298,42 +360,135 @@ def _import(store: BaseStore, path: Path, lines: list[Line], report: FileReport)
     report.nodes_added += len(store.add_nodes(sid, new, head=head))
 
 
+def _break_cycles(order: list[str], pred: Mapping[str, str | None]) -> dict[str, str]:
+    """The entries whose parent link closes a cycle among ``order``, each with the parent it names.
+
+    Parent links come from the file and may loop (a self parent, two entries naming each other).
+    Each entry is visited once (iterative colouring), so the cost is linear in the entries; the entry
+    of a cycle met last on the walk is the one cut, so the rest of the cycle keeps its links.
+    """
+    state: dict[str, int] = {}  # 1: on the current walk, 2: finished
+    cut: dict[str, str] = {}
+    for start in order:
+        walk: list[str] = []
+        n: str | None = start
+        while n is not None and n in pred and n not in state:
+            state[n] = 1
+            walk.append(n)
+            n = pred[n]
+        if n is not None and state.get(n) == 1:
+            last = walk[-1]  # its parent is on this very walk: the link that closes the loop
+            cut[last] = n
+        for m in walk:
+            state[m] = 2
+    return cut
+
+
 def _ancestors(
     start: str | None, pred: Mapping[str, str | None], known: Mapping[str, Any]
 ) -> list[str]:
-    """``start`` and its predecessors, ``start`` first."""
-    out = []
+    """``start`` and its predecessors, ``start`` first (bounded: a repeated node ends the walk)."""
+    out: list[str] = []
+    seen: set[str] = set()
     n = start
-    while n is not None and n not in out:
+    while n is not None and n not in seen:
         out.append(n)
-        n = pred[n] if n in pred else known.get(n)
+        seen.add(n)
+        n = known[n] if n in known else pred.get(n)
     return out
 
 
+def _since_last_compaction(
+    start: str | None,
+    pred: Mapping[str, str | None],
+    known: Mapping[str, Any],
+    covers_of: Mapping[str, tuple[str, ...]],
+) -> list[str]:
+    """``start`` and its predecessors, newest first, down to the span of the last summary passed.
+
+    The walk ends at the root, or at the last node covered by a summary it went through (that
+    summary's span belongs to it already), so it is bounded by the entries since that summary.
+    """
+    out: list[str] = []
+    seen: set[str] = set()
+    ends: set[str] = set()
+    n = start
+    while n is not None and n not in seen and n not in ends:
+        out.append(n)
+        seen.add(n)
+        cv = covers_of.get(n)
+        if cv:
+            ends.add(cv[-1])
+        n = known[n] if n in known else pred.get(n)
+    return out
+
+
+def _first_kept(
+    line: Line, position: int, ids: list[str], nid: Any, has_header: bool
+) -> tuple[str | None, str | None]:
+    """The compaction's first kept entry, and why none is (``None`` when it keeps nothing).
+
+    ``firstKeptEntryId`` names the entry (v2, v3). v1's ``firstKeptEntryIndex`` indexes the entries
+    pi held when it wrote the compaction, the header at 0; an index at the compaction itself or past
+    it (pi: the entry count) keeps nothing.
+
+    Returns:
+        ``(node id, None)`` for a kept entry; ``(None, None)`` when the compaction keeps nothing;
+        ``(None, reason)`` when the reference cannot be resolved.
+    """
+    first = line.data.get("firstKeptEntryId")
+    if isinstance(first, str) and first:
+        return nid(first), None
+    index = line.data.get("firstKeptEntryIndex")
+    if isinstance(index, int) and not isinstance(index, bool):
+        k = index - 1 if has_header else index
+        if k >= position:
+            return None, None
+        if k < 0:
+            return None, f"firstKeptEntryIndex {index} is not an entry"
+        return ids[k], None
+    return None, "it names no first kept entry"
+
+
 def _covers(
-    data: Mapping[str, Any],
-    node_id: str,
+    line: Line,
+    position: int,
+    ids: list[str],
     predecessor: str | None,
     pred: Mapping[str, str | None],
     known: Mapping[str, Any],
-    by_line: Mapping[int, str],
+    covers_of: Mapping[str, tuple[str, ...]],
     nid: Any,
-    entries: list[Line],
+    has_header: bool,
     report: FileReport,
 ) -> tuple[str, ...]:
+    """The covers of a ``compaction`` or ``branch_summary`` entry; ``()`` for any other entry.
+
+    A compaction covers the entries pi summarised into it: from the previous compaction's first
+    kept entry (the root for the first compaction) up to the entry before its own first kept one,
+    the previous compaction included, which stands for what that one covered. One that keeps
+    nothing covers all of that span; so does one whose first kept entry is missing or off that
+    branch, which is reported: pi then sends the summary and nothing before it, never the whole old
+    history. Each compaction's walk ends at the previous one's span, so the covers of a chain of
+    compactions stay linear in its length.
+    """
+    data = line.data
     kind = data.get("type")
+    node_id = ids[position]
     if kind == "compaction":
-        first = data.get("firstKeptEntryId")
-        kept = nid(str(first)) if first else None
-        index = data.get("firstKeptEntryIndex")
-        if kept is None and isinstance(index, int):
-            kept = by_line.get(index + 1)  # pi indexes the file's lines, header at 0
-        path = _ancestors(predecessor, pred, known)
-        if kept is None or kept not in path:
-            if kept is not None:
-                report.notes.append(f"compaction {node_id}: first kept entry is not on its branch")
-            return ()
-        span = path[path.index(kept) + 1 :]
+        path = _since_last_compaction(predecessor, pred, known, covers_of)
+        kept, why = _first_kept(line, position, ids, nid, has_header)
+        if kept == node_id:  # pi's own v1 migration names the compaction itself: keep nothing
+            kept = None
+        elif kept is not None and kept not in path:
+            why = f"its first kept entry {kept} is not on its branch"
+        if why is not None:
+            report.notes.append(
+                f"line {line.number}: compaction {node_id}: {why}; "
+                "the summary covers the whole branch before it"
+            )
+            kept = None
+        span = path if kept is None else path[path.index(kept) + 1 :]
         return tuple(reversed(span))
     if kind == "branch_summary":
         from_id = data.get("fromId")
