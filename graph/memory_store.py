@@ -152,3 +152,9 @@ class MemorySessionStore(BaseStore):
 
     def _db_insert_rewound(self, session_id: str, ids: Sequence[str]) -> None:
         self._rewound[session_id].update(ids)
+
+    def _db_delete_sessions(self, session_ids: Sequence[str]) -> None:
+        for sid in session_ids:
+            for nid in self._order.pop(sid):
+                del self._nodes[nid]
+            del self._sessions[sid], self._marks[sid], self._rewound[sid]
