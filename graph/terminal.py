@@ -1,9 +1,9 @@
-"""What the command line prints: text made safe for a terminal, short ids, and one JSON time format.
+r"""What the command line prints: text made safe for a terminal, short ids, and one JSON time format.
 
 Three things every command shares, so that they hold everywhere at once:
 
 * :func:`visible` turns C0 and C1 control characters (other than newline and tab) into visible
-  ``\\x1b``-style escapes. Transcripts carry whatever a tool printed, including sequences that set
+  ``\x1b``-style escapes. Transcripts carry whatever a tool printed, including sequences that set
   the window title (``ESC ] 0 ; ... BEL``), dim the screen (``ESC [ 2 m``) or move the cursor (the
   8-bit CSI ``0x9b``); none of them reaches the terminal as a control. :func:`markup` does the same
   and escapes rich markup, for text handed to a rich console.
@@ -50,13 +50,13 @@ ELLIPSIS = "…"
 
 _CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0))}
 del _CONTROLS[ord("\n")], _CONTROLS[ord("\t")]
-_CONTROL_TABLE = str.maketrans(_CONTROLS)  # type: ignore[arg-type]
+_CONTROL_TABLE = str.maketrans(_CONTROLS)
 
 
 def visible(text: str) -> str:
-    """Return ``text`` with every C0/C1 control character except newline and tab made visible.
+    r"""Return ``text`` with every C0/C1 control character except newline and tab made visible.
 
-    ``"\\x1b]0;pwned\\x07"`` becomes the eight printable characters ``\\x1b]0;pwned\\x07``;
+    ``"\x1b]0;pwned\x07"`` becomes the eight printable characters ``\x1b]0;pwned\x07``;
     DEL and the 8-bit controls 0x80-0x9f are treated the same way. Printable text is unchanged.
     """
     return text.translate(_CONTROL_TABLE)
