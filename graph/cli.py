@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 __all__ = [
     "app",
     "default_db",
+    "id_column",
     "main",
     "node_json",
     "node_preview",
@@ -84,17 +86,6 @@ def _console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, highlight=False)
 
 
-def version() -> str:
-    """The installed version of sessiongraph."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
-
-    try:
-        return installed("sessiongraph")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 def _expand(path: str | Path) -> Path:
     return Path(os.path.expanduser(str(path)))
 
@@ -110,6 +101,8 @@ def default_db() -> Path:
 
 
 def _show_version(value: bool) -> None:
+    from graph.launch import version
+
     if value:
         print(f"sessiongraph {version()}")
         raise typer.Exit()
@@ -269,12 +262,23 @@ def node_json(node: Node) -> dict[str, Any]:
     return node.model_dump(mode="json") | {"text": node.text}
 
 
-def _id_column(table: Any, name: str, full: bool) -> None:
-    """An id column: short forms never wrap; whole ids fold onto several lines, never cut."""
+def id_column(table: Any, name: str, shown: Iterable[str], full: bool) -> None:
+    """Add an id column to a rich table that no terminal width cuts.
+
+    Short forms keep their whole width on one line; whole ids (``full``) fold onto several lines
+    when the terminal is narrow, every character kept.
+
+    Args:
+        table: A ``rich.table.Table``.
+        name: The column's header.
+        shown: The cells the column will hold (for its width).
+        full: Whether the cells are whole ids.
+    """
     if full:
-        table.add_column(name, overflow="fold", min_width=12)
+        table.add_column(name, overflow="fold", min_width=min(12, max(map(len, shown), default=0)))
     else:
-        table.add_column(name, no_wrap=True)
+        widest = max((len(name), *map(len, shown)))
+        table.add_column(name, no_wrap=True, min_width=widest)
 
 
 @app.command()
@@ -295,22 +299,25 @@ def sessions(
         return
     shorts = session_short_forms(store)
     table = Table(box=box.SIMPLE_HEAD)
-    _id_column(table, "session", full)
-    table.add_column("title", ratio=1, min_width=10, overflow="ellipsis", no_wrap=True)
-    table.add_column("updated", no_wrap=True)
-    table.add_column("nodes", justify="right", no_wrap=True)
-    table.add_column("tips", justify="right", no_wrap=True)
-    _id_column(table, "spawned from", full)
+
+    def name(sid: str | None) -> str:
+        return "" if not sid else sid if full else shorts.get(sid, sid)
+
+    id_column(table, "session", [name(s.id) for s in rows], full)
+    table.add_column("title", ratio=1, min_width=10)
+    table.add_column("updated", no_wrap=True, min_width=16)
+    table.add_column("nodes", justify="right", no_wrap=True, min_width=5)
+    table.add_column("tips", justify="right", no_wrap=True, min_width=4)
+    id_column(table, "spawned from", [name(s.parent_session) for s in rows], full)
     for s in rows:
         st = store.stats(s.id)
-        parent = s.parent_session or ""
         table.add_row(
-            markup(s.id if full else shorts[s.id]),
+            markup(name(s.id)),
             markup(s.title),
             s.updated_at.strftime("%Y-%m-%d %H:%M"),
             str(st.nodes),
             str(st.live_tips),
-            markup(parent if full or not parent else shorts.get(parent, parent)),
+            markup(name(s.parent_session)),
         )
     _console().print(table)
 
@@ -452,9 +459,9 @@ def pending(
             title=f"pending for {markup(provider)}={markup(value)} at {markup(where)}",
             title_justify="left",
         )
-        table.add_column("#", justify="right", no_wrap=True)
-        _id_column(table, "node", full)
-        table.add_column("role", no_wrap=True)
+        table.add_column("#", justify="right", no_wrap=True, min_width=len(str(len(ns))))
+        id_column(table, "node", [names[n.id] for n in ns], full)
+        table.add_column("role", no_wrap=True, min_width=9)
         table.add_column("text", ratio=1, min_width=20)
         for i, n in enumerate(ns, 1):
             table.add_row(str(i), markup(names[n.id]), n.role.value, markup(node_preview(n, 80)))
@@ -537,24 +544,28 @@ def main(argv: list[str] | None = None) -> None:
     usage mistake (an unknown option, a missing argument).
     """
     args = sys.argv[1:] if argv is None else argv
-    if args == ["--version"]:
-        print(f"sessiongraph {version()}")
-        return
-    import click
     from typer.main import get_command
+
+    try:  # typer >= 0.20 raises its own copy of click's exceptions
+        from typer._click import exceptions as clicks
+    except ImportError:  # pragma: no cover - older typer, click itself
+        import click.exceptions as clicks  # type: ignore[no-redef]
 
     _register_commands(args)
     command = get_command(app)
     try:
         code = command.main(args, prog_name="sessiongraph", standalone_mode=False)
-    except click.UsageError as e:
+    except clicks.NoArgsIsHelpError as e:
+        e.show()
+        raise SystemExit(e.exit_code) from None
+    except clicks.UsageError as e:
         where = e.ctx.command_path if e.ctx else "sessiongraph"
         _report(f"{where}: {e.format_message()} (see '{where} --help')")
         raise SystemExit(2) from None
-    except click.Abort:
+    except typer.Abort:
         _report("aborted: nothing was changed")
         raise SystemExit(1) from None
-    except click.ClickException as e:
+    except clicks.ClickException as e:
         _report(e.format_message())
         raise SystemExit(e.exit_code) from None
     except (GraphError, LookupError) as e:
@@ -579,8 +590,20 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _register_commands(args: list[str]) -> None:
-    """Add the commands of the ``sessiongraph.cli`` entry points (each adds its own only once)."""
+    """Add the commands of the ``sessiongraph.cli`` entry points (each adds its own only once).
+
+    A command of this module (``sessions``, ``show``, ...) needs none of them, so they are not
+    loaded for it: that keeps the quick commands quick.
+    """
     from importlib.metadata import entry_points
+
+    own = {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}
+    words = [a for a in args if not a.startswith("-")]
+    # The first word that is not an option or the value of --db names the command.
+    skip = {args[i + 1] for i, a in enumerate(args[:-1]) if a == "--db"}
+    command = next((w for w in words if w not in skip), None)
+    if command in own and "--help" not in args:
+        return
 
     for ep in entry_points(group="sessiongraph.cli"):
         ep.load()(app)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from graph.cli import (
+    id_column,
     node_json,
     open_store,
     resolve_node,
@@ -106,26 +107,26 @@ def _info_table(rows: list[SessionInfo], shorts: dict[str, str], full: bool) -> 
     from rich.table import Table
 
     def name(sid: str | None) -> str:
-        return "" if not sid else markup(sid if full else shorts.get(sid, sid))
+        return "" if not sid else sid if full else shorts.get(sid, sid)
 
     spawned = any(s.parent_session for s in rows)
     table = Table(box=box.SIMPLE_HEAD)
-    table.add_column("session", **({"overflow": "fold"} if full else {"no_wrap": True}))
-    table.add_column("updated", no_wrap=True)
-    table.add_column("msgs", justify="right", no_wrap=True)
-    table.add_column("tips", justify="right", no_wrap=True)
-    table.add_column("title", ratio=1, min_width=10, overflow="ellipsis", no_wrap=True)
+    id_column(table, "session", [name(s.id) for s in rows], full)
+    table.add_column("updated", no_wrap=True, min_width=16)
+    table.add_column("msgs", justify="right", no_wrap=True, min_width=4)
+    table.add_column("tips", justify="right", no_wrap=True, min_width=4)
+    table.add_column("title", ratio=1, min_width=10)
     if spawned:
-        table.add_column("spawned by", **({"overflow": "fold"} if full else {"no_wrap": True}))
+        id_column(table, "spawned by", [name(s.parent_session) for s in rows], full)
     for s in rows:
         cells = [
-            name(s.id),
+            markup(name(s.id)),
             s.updated_at.strftime("%Y-%m-%d %H:%M"),
             str(s.messages),
             str(len(s.live_tips)),
             markup(s.title),
         ]
-        table.add_row(*cells, *([name(s.parent_session)] if spawned else []))
+        table.add_row(*cells, *([markup(name(s.parent_session))] if spawned else []))
     return table
 
 
@@ -217,10 +218,10 @@ def read(
         title=f"{markup(window.session_id)}: {window.returned} of {window.total} messages",
         title_justify="left",
     )
-    table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("node", **({"overflow": "fold"} if full else {"no_wrap": True}))
-    for col in ("time", "role"):
-        table.add_column(col, no_wrap=True)
+    table.add_column("#", justify="right", no_wrap=True, min_width=len(str(window.total)))
+    id_column(table, "node", [names[m.id] for m in window.messages], full)
+    table.add_column("time", no_wrap=True, min_width=16)
+    table.add_column("role", no_wrap=True, min_width=9)
     table.add_column("text", ratio=1, min_width=20)
     for i, m in enumerate(window.messages, window.older + 1):
         table.add_row(

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from graph.cli import open_store, resolve_session, session_short_forms
+from graph.cli import id_column, open_store, resolve_session, session_short_forms
 from graph.errors import GraphError
 from graph.terminal import dump_json, markup, say, settings, short_forms
 from memory import caps
@@ -186,7 +186,7 @@ def _records_table(views: list[RecordView], names: dict[str, str], full: bool) -
     sessions = short_forms(c.session_id for v in views for c in v.citations)
     nodes = short_forms(c.node_id for v in views for c in v.citations)
     table = Table(box=box.SIMPLE_HEAD)
-    table.add_column("record", **({"overflow": "fold"} if full else {"no_wrap": True}))
+    id_column(table, "record", [names.get(v.record.id, v.record.id) for v in views], full)
     table.add_column("topic / headings", ratio=1, min_width=8)
     table.add_column("content", ratio=2, min_width=12)
     table.add_column("citations: snippet (session / node)", ratio=2, min_width=12)
@@ -310,8 +310,8 @@ def search(
             return
         names = _record_names(ws, full)
         table = Table(box=box.SIMPLE_HEAD)
-        table.add_column("#", justify="right", no_wrap=True)
-        table.add_column("record", **({"overflow": "fold"} if full else {"no_wrap": True}))
+        table.add_column("#", justify="right", no_wrap=True, min_width=len(str(result.total)))
+        id_column(table, "record", [names.get(h.record_id, h.record_id) for h in result.hits], full)
         table.add_column("topic", ratio=1, min_width=8)
         table.add_column("content", ratio=3, min_width=12)
         first = (result.page - 1) * result.per_page + 1
@@ -654,9 +654,10 @@ def status(ctx: typer.Context, full: _FULL = False, json: _JSON = False) -> None
         if st.pending:
             names = session_short_forms(store)
             pend = Table(box=box.SIMPLE_HEAD)
-            pend.add_column("session", **({"overflow": "fold"} if full else {"no_wrap": True}))
-            pend.add_column("pending", justify="right", no_wrap=True)
-            pend.add_column("title", ratio=1, min_width=10, overflow="ellipsis", no_wrap=True)
+            shown = [sid if full else names.get(sid, sid) for sid, *_ in st.pending]
+            id_column(pend, "session", shown, full)
+            pend.add_column("pending", justify="right", no_wrap=True, min_width=7)
+            pend.add_column("title", ratio=1, min_width=10)
             for sid, title, n in st.pending:
                 pend.add_row(markup(sid if full else names.get(sid, sid)), str(n), markup(title))
             console.print(pend)
