@@ -213,5 +213,5 @@ def test_version_quiet_and_tilde(tmp_path: Path) -> None:
         str(ROOT / "tests/fixtures/claude-code/rewind-damaged.jsonl"),
     )
     assert p.returncode == 0 and p.stdout == "" and p.stderr == ""
-    p = run("--db", db, "-q", "mark", "rewind", "--pending")
+    p = run("--db", db, "-q", "mark", "…c3d4e5f6", "--pending")
     assert p.returncode == 0 and p.stdout == ""
