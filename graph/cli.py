@@ -275,7 +275,12 @@ def id_column(table: Any, name: str, shown: Iterable[str], full: bool) -> None:
         full: Whether the cells are whole ids.
     """
     if full:
-        table.add_column(name, overflow="fold", min_width=min(12, max(map(len, shown), default=0)))
+        from rich.console import Console
+
+        # Whole on one line when the id takes at most half the terminal, else folded.
+        room = max(12, Console().width // 2 - 4)
+        longest = max((len(name), *map(len, shown)))
+        table.add_column(name, overflow="fold", min_width=min(longest, room))
     else:
         widest = max((len(name), *map(len, shown)))
         table.add_column(name, no_wrap=True, min_width=widest)
