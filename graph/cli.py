@@ -600,8 +600,6 @@ def _register_commands(args: list[str]) -> None:
     A command of this module (``sessions``, ``show``, ...) needs none of them, so they are not
     loaded for it: that keeps the quick commands quick.
     """
-    from importlib.metadata import entry_points
-
     own = {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}
     words = [a for a in args if not a.startswith("-")]
     # The first word that is not an option or the value of --db names the command.
@@ -609,6 +607,8 @@ def _register_commands(args: list[str]) -> None:
     command = next((w for w in words if w not in skip), None)
     if command in own and "--help" not in args:
         return
+    from importlib.metadata import entry_points
+
 
     for ep in entry_points(group="sessiongraph.cli"):
         ep.load()(app)

@@ -215,3 +215,35 @@ def test_version_quiet_and_tilde(tmp_path: Path) -> None:
     assert p.returncode == 0 and p.stdout == "" and p.stderr == ""
     p = run("--db", db, "-q", "mark", "…c3d4e5f6", "--pending")
     assert p.returncode == 0 and p.stdout == ""
+
+
+def _modules_loaded(*args: str, db: Path) -> set[str]:
+    code = (
+        "import sys; from graph.launch import main\n"
+        f"sys.argv = ['sessiongraph', *{list(args)!r}]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONGRAPH_")}
+    p = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env | {"SESSIONGRAPH_DB": str(db)},
+        timeout=120,
+    )
+    return set(p.stderr.split())
+
+
+def test_quick_commands_do_not_import_what_they_do_not_need(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    SessionStore(db).create_session("one")
+    heavy = {"networkx", "pydantic", "typer", "rich", "sqlite_utils", "msgpack", "memory"}
+    loaded = _modules_loaded("--version", db=db)
+    assert "graph.launch" in loaded
+    assert not {m.split(".")[0] for m in loaded} & heavy
+    loaded = _modules_loaded("sessions", db=db)
+    assert "graph.sqlite_store" in loaded
+    tops = {m.split(".")[0] for m in loaded}
+    assert "networkx" not in tops and "memory" not in tops
+    assert not any(m.startswith("graph.importers") for m in loaded)
