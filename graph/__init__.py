@@ -4,9 +4,9 @@ Start with :class:`SessionStore` (SQLite, the store of record) or :class:`Memory
 in-memory twin); :meth:`~graph.store.BaseStore.pending` says which turns a consumer has not written.
 """
 
-from typing import TYPE_CHECKING, Any
+import typing as _typing
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from graph.errors import (
         CodecError,
         CoverageError,
@@ -135,7 +135,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     """Import a public name on first use (the module stays cheap to import)."""
     module = _LAZY.get(name)
     if module is None:

@@ -573,7 +573,7 @@ def main(argv: list[str] | None = None) -> None:
     except clicks.ClickException as e:
         _report(e.format_message())
         raise SystemExit(e.exit_code) from None
-    except (GraphError, LookupError) as e:
+    except GraphError as e:
         _report(str(e))
         raise SystemExit(1) from None
     except OSError as e:
@@ -608,7 +608,6 @@ def _register_commands(args: list[str]) -> None:
     if command in own and "--help" not in args:
         return
     from importlib.metadata import entry_points
-
 
     for ep in entry_points(group="sessiongraph.cli"):
         ep.load()(app)

@@ -127,7 +127,7 @@ def _errors() -> Iterator[None]:
     """Report the memory layer's refusals as ``error: ...`` with exit status 1."""
     try:
         yield
-    except (MemoryLayerError, CapExceeded, GraphError, LookupError, ValueError) as e:
+    except (MemoryLayerError, CapExceeded, GraphError, ValueError) as e:
         _fail(str(e))
     except OSError as e:
         _fail(f"{e.filename}: {e.strerror}" if e.filename else str(e))
@@ -187,7 +187,7 @@ def _records_table(views: list[RecordView], names: dict[str, str], full: bool) -
     nodes = short_forms(c.node_id for v in views for c in v.citations)
     table = Table(box=box.SIMPLE_HEAD)
     id_column(table, "record", [names.get(v.record.id, v.record.id) for v in views], full)
-    table.add_column("topic / headings", ratio=1, min_width=8)
+    table.add_column("topic / headings", ratio=1, min_width=8, overflow="fold")
     table.add_column("content", ratio=2, min_width=12)
     table.add_column("citations: snippet (session / node)", ratio=2, min_width=12)
     for v in views:
@@ -312,7 +312,7 @@ def search(
         table = Table(box=box.SIMPLE_HEAD)
         table.add_column("#", justify="right", no_wrap=True, min_width=len(str(result.total)))
         id_column(table, "record", [names.get(h.record_id, h.record_id) for h in result.hits], full)
-        table.add_column("topic", ratio=1, min_width=8)
+        table.add_column("topic", ratio=1, min_width=8, overflow="fold")
         table.add_column("content", ratio=3, min_width=12)
         first = (result.page - 1) * result.per_page + 1
         for n, h in enumerate(result.hits, first):
