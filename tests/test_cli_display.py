@@ -23,6 +23,12 @@ CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 
 
+@pytest.fixture(autouse=True)
+def _in_scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commands run in a scratch directory: whatever one writes relative to it lands there."""
+    monkeypatch.chdir(tmp_path)
+
+
 def run(
     db: Path, *args: str, columns: int = 120, ok: bool = True
 ) -> subprocess.CompletedProcess[str]:

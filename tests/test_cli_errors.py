@@ -24,6 +24,12 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "claude-code-session.jsonl"
 
 
+@pytest.fixture(autouse=True)
+def _in_scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commands run in a scratch directory: whatever one writes relative to it lands there."""
+    monkeypatch.chdir(tmp_path)
+
+
 def run(
     *args: str, env: dict[str, str] | None = None, stdin: str = ""
 ) -> subprocess.CompletedProcess[str]:
