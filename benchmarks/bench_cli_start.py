@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         bench.compare(g, 20, alts, repeats=bench.repeats if args.quick else max(bench.repeats, 21))
     for name in ("sessiongraph --version", "sessiongraph sessions"):
         bench.target(
-            f"{name}: median wall time", bench.get(g, name, 20).median * 1e3, "<", 150, " ms"
+            f"{name}: median wall time", bench.get(g, name, 20).median * 1e3, "<=", 150, " ms"
         )
         bench.target(
             f"{name} minus python -c pass",
