@@ -17,6 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_append  # noqa: E402
+import bench_cli_start  # noqa: E402
 import bench_import  # noqa: E402
 import bench_index  # noqa: E402
 import bench_mark  # noqa: E402
@@ -32,6 +33,7 @@ SCRIPTS = {
     "append": bench_append.main,
     "import": bench_import.main,
     "peer": bench_peer.main,
+    "cli_start": bench_cli_start.main,
 }
 
 

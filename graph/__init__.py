@@ -4,44 +4,95 @@ Start with :class:`SessionStore` (SQLite, the store of record) or :class:`Memory
 in-memory twin); :meth:`~graph.store.BaseStore.pending` says which turns a consumer has not written.
 """
 
-from graph.errors import (
-    CodecError,
-    CoverageError,
-    CycleError,
-    DuplicateNodeError,
-    DuplicateSessionError,
-    ForeignPredecessorError,
-    GraphError,
-    HeadConflictError,
-    InvalidWriteError,
-    MarkerGapError,
-    NotFoundError,
-    NotOnBranchError,
-    SchemaVersionError,
-    StoreBusyError,
-    StoreError,
-    UnknownNodeError,
-    UnknownPredecessorError,
-    UnknownSessionError,
-)
-from graph.ids import NodeId, SessionId, new_id
-from graph.index import MEMORY_ELIGIBLE, Eligibility, Eligible, IndexView, NodeInfo
-from graph.memory_store import MemorySessionStore
-from graph.models import (
-    Block,
-    Content,
-    ImageBlock,
-    Kind,
-    Node,
-    Role,
-    Session,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-)
-from graph.sqlite_store import SessionStore
-from graph.store import HEAD, BaseStore, SessionStats
-from graph.walks import MarkerGap
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from graph.errors import (
+        CodecError,
+        CoverageError,
+        CycleError,
+        DuplicateNodeError,
+        DuplicateSessionError,
+        ForeignPredecessorError,
+        GraphError,
+        HeadConflictError,
+        InvalidWriteError,
+        MarkerGapError,
+        NotFoundError,
+        NotOnBranchError,
+        SchemaVersionError,
+        StoreBusyError,
+        StoreError,
+        UnknownNodeError,
+        UnknownPredecessorError,
+        UnknownSessionError,
+    )
+    from graph.ids import NodeId, SessionId, new_id
+    from graph.index import MEMORY_ELIGIBLE, Eligibility, Eligible, IndexView, NodeInfo
+    from graph.memory_store import MemorySessionStore
+    from graph.models import (
+        Block,
+        Content,
+        ImageBlock,
+        Kind,
+        Node,
+        Role,
+        Session,
+        TextBlock,
+        ToolCallBlock,
+        ToolResultBlock,
+    )
+    from graph.sqlite_store import SessionStore
+    from graph.store import HEAD, BaseStore, SessionStats
+    from graph.walks import MarkerGap
+
+# The names are imported when first used, so that ``sessiongraph --version`` and the command line's
+# quick commands do not load pydantic, networkx and the stores they do not need.
+_LAZY = {
+    "BaseStore": "graph.store",
+    "Block": "graph.models",
+    "CodecError": "graph.errors",
+    "Content": "graph.models",
+    "CoverageError": "graph.errors",
+    "CycleError": "graph.errors",
+    "DuplicateNodeError": "graph.errors",
+    "DuplicateSessionError": "graph.errors",
+    "Eligibility": "graph.index",
+    "Eligible": "graph.index",
+    "ForeignPredecessorError": "graph.errors",
+    "GraphError": "graph.errors",
+    "HEAD": "graph.store",
+    "HeadConflictError": "graph.errors",
+    "ImageBlock": "graph.models",
+    "IndexView": "graph.index",
+    "InvalidWriteError": "graph.errors",
+    "Kind": "graph.models",
+    "MEMORY_ELIGIBLE": "graph.index",
+    "MarkerGap": "graph.walks",
+    "MarkerGapError": "graph.errors",
+    "MemorySessionStore": "graph.memory_store",
+    "Node": "graph.models",
+    "NodeId": "graph.ids",
+    "NodeInfo": "graph.index",
+    "NotFoundError": "graph.errors",
+    "NotOnBranchError": "graph.errors",
+    "Role": "graph.models",
+    "SchemaVersionError": "graph.errors",
+    "Session": "graph.models",
+    "SessionId": "graph.ids",
+    "SessionStats": "graph.store",
+    "SessionStore": "graph.sqlite_store",
+    "StoreBusyError": "graph.errors",
+    "StoreError": "graph.errors",
+    "TextBlock": "graph.models",
+    "ToolCallBlock": "graph.models",
+    "ToolResultBlock": "graph.models",
+    "UnknownNodeError": "graph.errors",
+    "UnknownPredecessorError": "graph.errors",
+    "UnknownSessionError": "graph.errors",
+    "new_id": "graph.ids",
+}
+
 
 __all__ = [
     "HEAD",
@@ -87,3 +138,19 @@ __all__ = [
     "UnknownSessionError",
     "new_id",
 ]
+
+
+def __getattr__(name: str) -> _typing.Any:
+    """Import a public name on first use (the module stays cheap to import)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'graph' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

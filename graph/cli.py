@@ -6,7 +6,17 @@ entry-point group: each entry point names a function ``register(app: typer.Typer
 package adds ``sessiongraph memory`` this way, so ``graph`` never imports ``memory``).
 
 The store is ``--db PATH``, else ``$SESSIONGRAPH_DB``, else ``sessiongraph.db`` in the user's data
-directory (platformdirs).
+directory (platformdirs); a leading ``~`` is expanded in both. Ids are printed in their short form
+(``…`` and the shortest unique end of the id, at least 8 characters; ``--full`` prints them whole)
+and every command takes an id back whole, as a unique prefix or as a unique suffix. ``--json`` always
+prints whole ids and times as RFC 3339 in UTC.
+
+Whatever a user gets wrong (an unknown or ambiguous id, a path that cannot be created, a bad option)
+ends as one line ``error: WHAT: WHY`` on stderr and a non-zero exit status (2 for a usage mistake),
+never a traceback (``SESSIONGRAPH_DEBUG=1`` shows one for an unexpected failure).
+
+The modules a command needs are imported when it runs, so ``sessiongraph --version`` and listing a
+small store start quickly.
 """
 
 from __future__ import annotations
@@ -14,33 +24,48 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable
-from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import orjson
-import platformdirs
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-from rich.tree import Tree
 
-from graph.errors import GraphError, UnknownSessionError
-from graph.ids import NodeId
-from graph.models import Node, Session
-from graph.sqlite_store import SessionStore
-from graph.store import BaseStore
+from graph.errors import GraphError
+from graph.terminal import (
+    AmbiguousReferenceError,
+    CommandLineError,
+    dump_json,
+    json_ready,
+    markup,
+    resolve_ref,
+    say,
+    settings,
+    short_forms,
+    visible,
+)
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.tree import Tree
+
+    from graph.ids import NodeId
+    from graph.models import Node, Session, ToolCallBlock
+    from graph.sqlite_store import SessionStore
+    from graph.store import BaseStore
 
 __all__ = [
     "app",
     "default_db",
+    "id_column",
     "main",
     "node_json",
+    "node_preview",
     "open_store",
     "render_tree",
+    "resolve_node",
     "resolve_session",
+    "session_short_forms",
     "short",
+    "tool_call_text",
 ]
 
 app = typer.Typer(
@@ -48,17 +73,42 @@ app = typer.Typer(
     help="Agent conversations as graphs, and what each consumer has not processed yet.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
-console = Console()
-err = Console(stderr=True)
+
+_JSON = Annotated[bool, typer.Option("--json", help="Print JSON (whole ids, RFC 3339 UTC times).")]
+_FULL = Annotated[bool, typer.Option("--full", help="Print whole ids, not their short form.")]
+_SESSION = Annotated[str, typer.Argument(help="Session id (or a unique prefix or suffix).")]
+_PROVIDER = Annotated[str, typer.Option(help="The consumer's name.")]
+_VALUE = Annotated[str, typer.Option(help="The consumer's store id (the marker value).")]
+
+
+def _console(stderr: bool = False) -> Console:
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False)
+
+
+def _expand(path: str | Path) -> Path:
+    return Path(os.path.expanduser(str(path)))
 
 
 def default_db() -> Path:
-    """Return the store path used without ``--db``: ``$SESSIONGRAPH_DB`` or the user data dir."""
+    """Return the store path used without ``--db``: ``$SESSIONGRAPH_DB`` (``~`` expanded) or the user data dir."""
     env = os.environ.get("SESSIONGRAPH_DB")
     if env:
-        return Path(env)
+        return _expand(env)
+    import platformdirs
+
     return Path(platformdirs.user_data_dir("sessiongraph")) / "sessiongraph.db"
+
+
+def _show_version(value: bool) -> None:
+    from graph.launch import version
+
+    if value:
+        print(f"sessiongraph {version()}")
+        raise typer.Exit()
 
 
 @app.callback()
@@ -68,43 +118,144 @@ def _root(
         Path | None,
         typer.Option("--db", help="Store file (default: $SESSIONGRAPH_DB or user data dir)."),
     ] = None,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="No progress, confirmations or warnings; errors and data stay."
+        ),
+    ] = False,
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_show_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
 ) -> None:
-    ctx.obj = {"db": db or default_db()}
+    settings.quiet = quiet
+    ctx.obj = {"db": _expand(db) if db else default_db(), "db_arg": db}
 
 
-def open_store(ctx: typer.Context) -> SessionStore:
-    """Open the store the command line names (``--db``)."""
-    return SessionStore(ctx.obj["db"] if ctx.obj else default_db())
+def open_store(ctx: typer.Context | None) -> SessionStore:
+    """Open the store the command line names (``--db``).
+
+    Raises:
+        CommandLineError: the file or its folder cannot be created or opened.
+    """
+    from graph.errors import StoreError
+    from graph.sqlite_store import SessionStore
+
+    path = ctx.obj["db"] if ctx and ctx.obj else default_db()
+    if path.is_dir():
+        raise CommandLineError(f"--db {path}", "is a directory, not a store file")
+    try:
+        return SessionStore(path)
+    except OSError as e:
+        raise CommandLineError(
+            f"--db {path}", f"cannot create its folder: {e.strerror or e}"
+        ) from None
+    except StoreError as e:
+        raise CommandLineError(f"--db {path}", f"cannot open the store ({e})") from None
 
 
 def resolve_session(store: BaseStore, ref: str) -> Session:
-    """Return the session whose id is ``ref`` or uniquely starts with it (top-level sessions first).
+    """Return the session whose id is ``ref``, or uniquely starts or ends with it.
+
+    A short form as the tables print it (``…62666fbc``) is accepted. When a parent's id and its
+    spawned sessions' ids all start with ``ref``, the parent is meant.
 
     Raises:
-        UnknownSessionError: no session, or several, match.
+        UnknownSessionError: no session matches.
+        AmbiguousReferenceError: several sessions match (their ids are in the message).
     """
     if store.has_session(ref):
         return store.session(ref)
-    matches = [s for s in store.sessions() if s.id.startswith(ref)]
-    if len(matches) > 1:  # a parent's id prefixes its spawned sessions' ids: prefer the parent
-        matches = [s for s in matches if s.parent_session is None] or matches
-    if len(matches) == 1:
-        return matches[0]
-    raise UnknownSessionError(ref)
+    everything = store.sessions()
+    try:
+        found = resolve_ref(ref, {s.id for s in everything}, "session")
+    except AmbiguousReferenceError as e:
+        tops = [s for s in everything if s.id in e.matches and s.parent_session is None]
+        if len(tops) == 1 and all(m.startswith(tops[0].id) for m in e.matches):
+            return tops[0]
+        raise
+    if found is None:
+        from graph.errors import UnknownSessionError
+
+        raise UnknownSessionError(ref)
+    return store.session(found)
 
 
-def _dump(data: Any) -> None:
-    print(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
+def resolve_node(store: BaseStore, session_id: str, ref: str) -> str:
+    """Return the node of the session that ``ref`` names (an id, a unique prefix or suffix).
+
+    A reference that names no node is returned as given, for the store to reject with its own
+    :class:`~graph.errors.UnknownNodeError`.
+
+    Raises:
+        AmbiguousReferenceError: several nodes of the session match.
+    """
+    return resolve_ref(ref, store.index(session_id).pred.keys(), "node") or ref
+
+
+def session_short_forms(store: BaseStore) -> dict[str, str]:
+    """The short form of every session id of the store (what :func:`resolve_session` takes back)."""
+    return short_forms(s.id for s in store.sessions())
 
 
 def short(node_id: str) -> str:
-    """A short form of a node id for display: its last 8 characters (UUIDv7 ids share their start)."""
-    return node_id if len(node_id) <= 12 else "…" + node_id[-8:]
+    """A short form of one id on its own: ``…`` and its last 8 characters.
+
+    Where ids are listed together, :func:`graph.terminal.short_forms` gives the shortest form that is
+    unique among them; use this only where no such listing exists.
+    """
+    return short_forms([node_id])[node_id]
 
 
-def _preview(node: Node, width: int = 70) -> str:
-    text = " ".join(node.text.split())
+def tool_call_text(block: ToolCallBlock, width: int = 60) -> str:
+    """``[tool call NAME] input`` with the call's input on one line, cut to ``width`` characters.
+
+    An input with a single argument shows its value; otherwise the arguments as compact JSON.
+    """
+    import orjson
+
+    args = block.arguments
+    if isinstance(args, dict) and len(args) == 1:
+        args = next(iter(args.values()))
+    if args is None or args == {}:
+        text = ""
+    elif isinstance(args, str):
+        text = args
+    else:
+        text = orjson.dumps(args, default=str).decode()
+    text = " ".join(text.split())
+    if len(text) > width:
+        text = text[: width - 1] + "…"
+    return f"[tool call {block.name}]" + (f" {text}" if text else "")
+
+
+def node_preview(node: Node, width: int = 70) -> str:
+    """A node's content on one line, cut to ``width`` characters: text, tool calls and images named.
+
+    The result is not yet made safe for a terminal: pass it through :func:`graph.terminal.markup`.
+    """
+    from graph.models import ImageBlock, TextBlock, ToolCallBlock, ToolResultBlock
+
+    if isinstance(node.content, str):
+        parts = [node.content]
+    else:
+        parts = []
+        for b in node.content:
+            if isinstance(b, TextBlock | ToolResultBlock) and b.text:
+                parts.append(b.text)
+            elif isinstance(b, ToolCallBlock):
+                parts.append(tool_call_text(b))
+            elif isinstance(b, ImageBlock):
+                parts.append(f"[image {b.ref}]")
+    text = " ".join(" ".join(parts).split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _dump(data: Any) -> None:
+    print(dump_json(data))
 
 
 def node_json(node: Node) -> dict[str, Any]:
@@ -112,45 +263,90 @@ def node_json(node: Node) -> dict[str, Any]:
     return node.model_dump(mode="json") | {"text": node.text}
 
 
+def id_column(table: Any, name: str, shown: Iterable[str], full: bool) -> None:
+    """Add an id column to a rich table that no terminal width cuts.
+
+    Short forms keep their whole width on one line; whole ids (``full``) fold onto several lines
+    when the terminal is narrow, every character kept.
+
+    Args:
+        table: A ``rich.table.Table``.
+        name: The column's header.
+        shown: The cells the column will hold (for its width).
+        full: Whether the cells are whole ids.
+    """
+    if full:
+        from rich.console import Console
+
+        # Whole on one line when the id takes at most half the terminal, else folded.
+        room = max(12, Console().width // 2 - 4)
+        longest = max((len(name), *map(len, shown)))
+        table.add_column(name, overflow="fold", min_width=min(longest, room))
+    else:
+        widest = max((len(name), *map(len, shown)))
+        table.add_column(name, no_wrap=True, min_width=widest)
+
+
 @app.command()
 def sessions(
     ctx: typer.Context,
-    limit: Annotated[int, typer.Option(help="At most this many.")] = 50,
-    json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    limit: Annotated[int, typer.Option(help="At most this many.", min=1)] = 50,
+    full: _FULL = False,
+    json: _JSON = False,
 ) -> None:
     """List sessions, most recently updated first."""
+    from rich import box
+    from rich.table import Table
+
     store = open_store(ctx)
     rows = store.sessions(limit)
     if json:
         _dump([s.model_dump(mode="json") | {"nodes": store.node_count(s.id)} for s in rows])
         return
-    table = Table("session", "title", "updated", "nodes", "tips", "spawned from")
+    shorts = session_short_forms(store)
+    table = Table(box=box.SIMPLE_HEAD)
+
+    def name(sid: str | None) -> str:
+        return "" if not sid else sid if full else shorts.get(sid, sid)
+
+    id_column(table, "session", [name(s.id) for s in rows], full)
+    table.add_column("title", ratio=1, min_width=10)
+    table.add_column("updated", no_wrap=True, min_width=16)
+    table.add_column("nodes", justify="right", no_wrap=True, min_width=5)
+    table.add_column("tips", justify="right", no_wrap=True, min_width=4)
+    id_column(table, "spawned from", [name(s.parent_session) for s in rows], full)
     for s in rows:
         st = store.stats(s.id)
         table.add_row(
-            s.id,
-            escape(s.title[:40]),
+            markup(name(s.id)),
+            markup(s.title),
             s.updated_at.strftime("%Y-%m-%d %H:%M"),
             str(st.nodes),
             str(st.live_tips),
-            s.parent_session or "",
+            markup(name(s.parent_session)),
         )
-    console.print(table)
+    _console().print(table)
 
 
-def render_tree(store: BaseStore, session: Session) -> Tree:
+def render_tree(store: BaseStore, session: Session, *, full: bool = False) -> Tree:
     """Render a session as a rich tree.
 
-    Chains are drawn flat and each fork opens a sub-tree; the head, rewound nodes, summaries (with the
-    number of nodes they cover), spawned sessions and markers per provider are shown on their nodes.
+    Chains are drawn flat and each fork opens a sub-tree per child, in the order the children were
+    stored; the head, rewound nodes, summaries (with the number of nodes they cover),
+    spawned sessions and markers per provider (with their whole value) are shown on their nodes.
+    Nodes are named by their short form among the session's nodes (``full``: whole ids).
     Artifact forks (a runtime's bookkeeping beside the conversation, :data:`graph.index.ARTIFACT`)
     are folded under the node they hang from, so a conversation linear in its runtime reads linear.
     """
+    from rich.tree import Tree
+
     idx = store.index(session.id)
     nodes: dict[str, Node] = {n.id: n for n in store.nodes(session.id)}
+    names = {n: n for n in idx.pred} if full else short_forms(idx.pred)
+    sessions_short = {} if full else session_short_forms(store)
     st = store.stats(session.id)
     tree = Tree(
-        f"[bold]{escape(session.id)}[/] {escape(session.title)}  "
+        f"[bold]{markup(session.id)}[/] {markup(session.title)}  "
         f"[dim]{st.nodes} nodes, {st.roots} roots, {st.forks} forks, {st.rewound} rewound, "
         f"{st.summaries} summaries, {st.live_tips} live tips, {st.spawned} spawned[/]"
     )
@@ -164,16 +360,16 @@ def render_tree(store: BaseStore, session: Session) -> Tree:
         node = nodes[n]
         kind = idx.kind_of(n).value
         label = f"[cyan]{node.role.value}[/]" if kind == "message" else f"[magenta]{kind}[/]"
-        text = f"{label} [dim]{short(n)}[/] {escape(_preview(node))}"
+        text = f"{label} [dim]{markup(names[n])}[/] {markup(node_preview(node))}"
         if node.covers:
             text += f" [magenta](covers {len(node.covers)})[/]"
         if idx.is_rewound(n):
             text = f"[strike dim]{text}[/] [red]rewound[/]"
         for provider, values in sorted(node.written.items()):
             for value in values:
-                text += f" [green]✓{escape(provider)}={escape(value[:8])}[/]"
+                text += f" [green]✓{markup(provider)}={markup(value)}[/]"
         for child in spawned.get(n, []):
-            text += f" [yellow]→ spawned {escape(short(child.id))}[/]"
+            text += f" [yellow]→ spawned {markup(sessions_short.get(child.id, child.id))}[/]"
         if n == idx.head:
             text += " [bold yellow]◀ head[/]"
         return text
@@ -191,7 +387,10 @@ def render_tree(store: BaseStore, session: Session) -> Tree:
                 if len(below) == 1:
                     n = below[0]
                     continue
-                forks = [(at.add(f"[bold blue]fork[/] [dim]after {short(n)}[/]"), c) for c in below]
+                forks = [
+                    (at.add(f"[bold blue]fork[/] [dim]after {markup(names[n])}[/]"), c)
+                    for c in below
+                ]
                 stack.extend(reversed(forks))
                 break
 
@@ -203,8 +402,9 @@ def render_tree(store: BaseStore, session: Session) -> Tree:
 @app.command()
 def show(
     ctx: typer.Context,
-    session: Annotated[str, typer.Argument(help="Session id (or a unique prefix).")],
-    json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    session: _SESSION,
+    full: _FULL = False,
+    json: _JSON = False,
 ) -> None:
     """Show a session's tree: forks, rewound nodes, summaries, the head and markers per provider."""
     store = open_store(ctx)
@@ -220,88 +420,215 @@ def show(
             }
         )
         return
-    console.print(render_tree(store, s))
+    _console().print(render_tree(store, s, full=full))
+
+
+def _not_empty(option: str, value: str) -> str:
+    if not value.strip():
+        raise CommandLineError(option, "must not be empty")
+    return value
 
 
 @app.command()
 def pending(
     ctx: typer.Context,
-    session: Annotated[str, typer.Argument(help="Session id (or a unique prefix).")],
-    provider: Annotated[str, typer.Option(help="The consumer's name.")] = "memory",
-    value: Annotated[
-        str, typer.Option(help="The consumer's store id (the marker value).")
-    ] = "default",
-    head: Annotated[str | None, typer.Option(help="Walk from this node, not the head.")] = None,
+    session: _SESSION,
+    provider: _PROVIDER = "memory",
+    value: _VALUE = "default",
+    head: Annotated[
+        str | None, typer.Option(help="Walk from this node (id, prefix or suffix), not the head.")
+    ] = None,
     tips: Annotated[bool, typer.Option("--tips", help="Every live tip, the head first.")] = False,
-    json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    full: _FULL = False,
+    json: _JSON = False,
 ) -> None:
     """Show the turns PROVIDER has not written yet (walking back from the head to its newest marker)."""
+    from rich.table import Table
+
+    _not_empty("--provider", provider)
+    _not_empty("--value", value)
     store = open_store(ctx)
     s = resolve_session(store, session)
+    start = resolve_node(store, s.id, head) if head else None
     # One tip at a time, its nodes read in chunks: memory stays bounded on a 1e6-node session.
     groups: Iterable[tuple[str | None, list[NodeId]]]
     if tips:
         groups = store.pending_ids_by_tip(s.id, provider, value)
     else:
-        groups = [(head or s.head, store.pending_ids(s.id, provider, value, head=head))]
+        groups = [(start or s.head, store.pending_ids(s.id, provider, value, head=start))]
     if json:
-        out = sys.stdout
-        out.write("[")
+        import orjson
+
+        stream = sys.stdout
+        stream.write("[")
         for g, (tip, ids) in enumerate(groups):
-            out.write(
+            stream.write(
                 ("," if g else "") + '\n{"tip": ' + orjson.dumps(tip).decode() + ', "pending": ['
             )
             for i, n in enumerate(store.iter_nodes(s.id, ids)):
-                out.write(("," if i else "") + "\n" + orjson.dumps(node_json(n)).decode())
-            out.write("]}")
-        out.write("\n]\n")
+                row = orjson.dumps(json_ready(node_json(n))).decode()
+                stream.write(("," if i else "") + "\n" + row)
+            stream.write("]}")
+        stream.write("\n]\n")
         return
+    names = {n: n for n in store.index(s.id).pred} if full else short_forms(store.index(s.id).pred)
+    out = _console()
     for tip, ids in groups:
-        table = Table(title=f"pending for {provider}={value} at {tip}", title_justify="left")
-        table.add_column("#", justify="right")
-        for col in ("node", "role", "text"):
-            table.add_column(col)
+        where = names.get(tip, tip) if tip else "(empty session)"
+        table = Table(
+            title=f"pending for {markup(provider)}={markup(value)} at {markup(where)}",
+            title_justify="left",
+        )
+        table.add_column("#", justify="right", no_wrap=True, min_width=len(str(len(ids))))
+        id_column(table, "node", [names[n] for n in ids], full)
+        table.add_column("role", no_wrap=True, min_width=9)
+        table.add_column("text", ratio=1, min_width=20)
         for i, n in enumerate(store.iter_nodes(s.id, ids), 1):
-            table.add_row(str(i), n.id, n.role.value, escape(_preview(n, 80)))
-        console.print(table)
-        console.print(f"{len(ids)} pending")
+            table.add_row(str(i), markup(names[n.id]), n.role.value, markup(node_preview(n, 80)))
+        out.print(table)
+        out.print(f"{len(ids)} pending")
 
 
 @app.command()
 def mark(
     ctx: typer.Context,
-    session: Annotated[str, typer.Argument(help="Session id (or a unique prefix).")],
-    nodes: Annotated[list[str] | None, typer.Argument(help="Node ids to mark.")] = None,
-    provider: Annotated[str, typer.Option(help="The consumer's name.")] = "memory",
-    value: Annotated[
-        str, typer.Option(help="The consumer's store id (the marker value).")
-    ] = "default",
+    session: _SESSION,
+    nodes: Annotated[
+        list[str] | None, typer.Argument(help="Node ids (or unique prefixes or suffixes) to mark.")
+    ] = None,
+    provider: _PROVIDER = "memory",
+    value: _VALUE = "default",
     all_pending: Annotated[
         bool, typer.Option("--pending", help="Mark everything pending at the head.")
     ] = False,
 ) -> None:
     """Write PROVIDER's marker on NODES (or on everything pending at the head)."""
+    _not_empty("--provider", provider)
+    _not_empty("--value", value)
+    if not nodes and not all_pending:
+        raise CommandLineError("mark", "no nodes given: name NODE ids, or pass --pending")
     store = open_store(ctx)
     s = resolve_session(store, session)
-    ids = list(nodes or [])
+    ids = [resolve_node(store, s.id, n) for n in nodes or []]
     if all_pending:
         ids += store.pending_ids(s.id, provider, value)
+    if not ids:
+        say(
+            _console(stderr=True),
+            f"nothing pending for {markup(provider)}={markup(value)} in {markup(s.id)}: "
+            "nothing to mark",
+        )
+        return
     n = store.mark(s.id, ids, provider, value)
-    console.print(f"marked {n} node(s) for {provider}={value}")
+    say(_console(), f"marked {n} node(s) for {markup(provider)}={markup(value)}")
 
 
-def main() -> None:
-    """Run the command line: the graph's own commands, then those registered through entry points."""
+@app.command()
+def rm(
+    ctx: typer.Context,
+    session: _SESSION,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Remove a session and the sessions it spawned (nodes, markers, everything), in one transaction.
+
+    Asks first, unless --yes. What a consumer (memory) made of the session is not touched.
+    """
+    store = open_store(ctx)
+    s = resolve_session(store, session)
+    family = [s.id]
+    for sid in family:
+        family += [c.id for c in store.spawns(sid) if c.id not in family]
+    nodes = sum(len(store.index(sid).pred) for sid in family)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise CommandLineError("rm", "confirmation needs a terminal: pass --yes to remove")
+        typer.confirm(
+            visible(
+                f"Remove session {s.id} ({s.title or 'untitled'}), {len(family) - 1} spawned "
+                f"session(s) and {nodes} node(s)?"
+            ),
+            abort=True,
+        )
+    removed = store.delete_session(s.id)
+    say(_console(), f"removed {len(removed)} session(s), {nodes} node(s): {markup(s.id)}")
+
+
+def _report(message: str) -> None:
+    print(f"error: {visible(message)}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the command line, with the commands registered through entry points.
+
+    Exits with status 0 on success, 1 when a command fails (``error: ...`` on stderr) and 2 on a
+    usage mistake (an unknown option, a missing argument).
+    """
+    args = sys.argv[1:] if argv is None else argv
+    from typer.main import get_command
+
+    try:  # typer >= 0.20 raises its own copy of click's exceptions
+        from typer._click import exceptions as clicks
+    except ImportError:  # pragma: no cover - older typer, click itself
+        import click.exceptions as clicks  # type: ignore[no-redef]
+
+    _register_commands(args)
+    command = get_command(app)
+    try:
+        code = command.main(args, prog_name="sessiongraph", standalone_mode=False)
+    except clicks.NoArgsIsHelpError as e:
+        e.show()
+        raise SystemExit(e.exit_code) from None
+    except clicks.UsageError as e:
+        where = e.ctx.command_path if e.ctx else "sessiongraph"
+        _report(f"{where}: {e.format_message()} (see '{where} --help')")
+        raise SystemExit(2) from None
+    except typer.Abort:
+        _report("aborted: nothing was changed")
+        raise SystemExit(1) from None
+    except clicks.ClickException as e:
+        _report(e.format_message())
+        raise SystemExit(e.exit_code) from None
+    except GraphError as e:
+        _report(str(e))
+        raise SystemExit(1) from None
+    except OSError as e:
+        _report(f"{e.filename}: {e.strerror}" if e.filename else str(e))
+        raise SystemExit(1) from None
+    except KeyboardInterrupt:
+        _report("interrupted")
+        raise SystemExit(130) from None
+    except Exception as e:
+        if os.environ.get("SESSIONGRAPH_DEBUG"):
+            raise
+        _report(
+            f"internal error: {type(e).__name__}: {e} "
+            "(a bug; SESSIONGRAPH_DEBUG=1 shows the traceback)"
+        )
+        raise SystemExit(70) from None
+    if isinstance(code, int) and code:
+        raise SystemExit(code)
+
+
+def _register_commands(args: list[str]) -> None:
+    """Add the commands of the ``sessiongraph.cli`` entry points (each adds its own only once).
+
+    A command of this module (``sessions``, ``show``, ...) needs none of them, so they are not
+    loaded for it: that keeps the quick commands quick.
+    """
+    own = {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}
+    words = [a for a in args if not a.startswith("-")]
+    # The first word that is not an option or the value of --db names the command.
+    skip = {args[i + 1] for i, a in enumerate(args[:-1]) if a == "--db"}
+    command = next((w for w in words if w not in skip), None)
+    if command in own and "--help" not in args:
+        return
+    from importlib.metadata import entry_points
+
     from graph.importers.cli import register  # imports this module: registered here, not at import
 
     register(app)
     for ep in entry_points(group="sessiongraph.cli"):
         ep.load()(app)
-    try:
-        app()
-    except GraphError as e:
-        err.print(f"[red]error:[/] {escape(str(e))}")
-        raise SystemExit(1) from None
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ ever imported by name.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 import msgpack
@@ -24,7 +25,11 @@ __all__ = ["FORMAT_VERSION", "decode", "decode_content", "encode", "encode_conte
 FORMAT_VERSION = 1
 """The payload format version written into every payload."""
 
-_blocks: TypeAdapter[tuple[Block, ...]] = TypeAdapter(tuple[Block, ...])
+
+@cache
+def _blocks() -> TypeAdapter[tuple[Block, ...]]:
+    """The validator of block tuples, built on first use (building it costs a start-up)."""
+    return TypeAdapter(tuple[Block, ...])
 
 
 def _default(value: object) -> Any:
@@ -124,6 +129,6 @@ def decode_content(payload: bytes) -> Content:
     if isinstance(data, str):
         return data
     try:
-        return _blocks.validate_python(data)
+        return _blocks().validate_python(data)
     except ValidationError as e:
         raise CodecError("content block", str(e).splitlines()[0]) from e

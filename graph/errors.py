@@ -6,7 +6,8 @@ Every error derives from :class:`GraphError`; most also derive from the built-in
     GraphError
     ├── NotFoundError (KeyError)
     │   ├── UnknownSessionError          session_id
-    │   └── UnknownNodeError             node_id, session_id
+    │   ├── UnknownNodeError             node_id, session_id
+    │   └── AmbiguousReferenceError      what, ref, matches   (graph.terminal, shortened ids)
     ├── InvalidWriteError (ValueError)
     │   ├── UnknownPredecessorError      node_id, predecessor
     │   ├── ForeignPredecessorError      node_id, predecessor, expected (session), got (session)
@@ -19,6 +20,7 @@ Every error derives from :class:`GraphError`; most also derive from the built-in
     ├── HeadConflictError                session_id, expected, got
     ├── CursorBackwardsError (ValueError) stored, requested   (graph.cursors, the reference cursor)
     ├── CodecError (ValueError)          type_name
+    ├── CommandLineError (ValueError)    what, why   (graph.terminal, a command line mistake)
     └── StoreError                       the translated ``sqlite3`` error is its ``__cause__``
         └── SchemaVersionError           expected, got
 

@@ -200,3 +200,21 @@ class MemorySessionStore(BaseStore):
         new = [n for n in ids if n not in done]
         self._log(lambda: done.difference_update(new))
         done.update(new)
+
+    def _db_delete_sessions(self, session_ids: Sequence[str]) -> None:
+        for sid in session_ids:
+            order = self._order.pop(sid)
+            nodes = {nid: self._nodes.pop(nid) for nid in order}
+            saved = (self._sessions.pop(sid), self._marks.pop(sid), self._rewound.pop(sid))
+
+            def undo(
+                sid: str = sid,
+                order: list[str] = order,
+                nodes: dict[str, NodeRow] = nodes,
+                saved: tuple[Any, Any, Any] = saved,
+            ) -> None:
+                self._order[sid] = order
+                self._nodes.update(nodes)
+                self._sessions[sid], self._marks[sid], self._rewound[sid] = saved
+
+            self._log(undo)

@@ -586,6 +586,20 @@ class SessionStore(BaseStore):
             )
             self._advance(session_id, "rewound_seq", "rewound")
 
+    def _db_delete_sessions(self, session_ids: Sequence[str]) -> None:
+        c = self.conn
+        with _translated():
+            for chunk in _chunks(session_ids):
+                marks = ",".join("?" * len(chunk))
+                c.execute(
+                    "DELETE FROM covers WHERE summary_id IN"
+                    f" (SELECT id FROM nodes WHERE session_id IN ({marks}))",
+                    chunk,
+                )
+                for table in ("marks", "rewound", "nodes"):
+                    c.execute(f"DELETE FROM {table} WHERE session_id IN ({marks})", chunk)
+                c.execute(f"DELETE FROM sessions WHERE id IN ({marks})", chunk)
+
 
 def _chunks(ids: Sequence[str]) -> Iterator[list[str]]:
     for i in range(0, len(ids), _CHUNK):

@@ -305,6 +305,10 @@ class BaseStore(ABC):
     def _db_insert_rewound(self, session_id: str, ids: Sequence[str]) -> None:
         """Stamp nodes rewound."""
 
+    @abstractmethod
+    def _db_delete_sessions(self, session_ids: Sequence[str]) -> None:
+        """Delete sessions with their nodes, covers links, markers and rewound stamps."""
+
     # ---------------------------------------------------------------- the index
 
     def index(self, session_id: str) -> IndexView:
@@ -480,6 +484,28 @@ class BaseStore(ABC):
         return {
             NodeId(n): SessionId(s) for n, s in self._db_locate(list(dict.fromkeys(ids))).items()
         }
+
+    def delete_session(self, session_id: str) -> list[SessionId]:
+        """Delete a session and every session spawned from it (their spawns too), in one transaction.
+
+        Nodes, covers links, markers and rewound stamps go with them; nothing else changes. Their
+        node ids are free again afterwards (a re-import stores the session anew).
+
+        Returns:
+            The ids removed: ``session_id`` first, then its spawned sessions, breadth first.
+
+        Raises:
+            UnknownSessionError: no such session (nothing is deleted).
+        """
+        with self.atomic():
+            self.session(session_id)
+            removed = [SessionId(session_id)]
+            for sid in removed:
+                removed += [c.id for c in self.spawns(sid) if c.id not in removed]
+            self._db_delete_sessions(removed)
+            for sid in removed:
+                self._cache.pop(sid, None)
+        return removed
 
     # ---------------------------------------------------------------- appends
 

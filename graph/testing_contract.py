@@ -263,6 +263,46 @@ def test_spawn_links_both_ways(store: BaseStore) -> None:
         store.spawn(sid, "elsewhere")
 
 
+def test_delete_session_removes_it_and_its_spawns_in_one_transaction(store: BaseStore) -> None:
+    sid = build(store, "m1-m2-m3", session="parent")
+    store.mark(sid, ["m1"], "memory", "ws")
+    store.rewind(sid, "m2")
+    store.compact(sid, ["m1", "m2"], "the start", layout="inline", id="sum")
+    child = store.spawn(sid, "m2", title="sub-agent", id="parent/agent-1")
+    build(store, "c1-c2", session=child.id)
+    grandchild = store.spawn(child.id, "c2", id="parent/agent-1/agent-2")
+    store.append(grandchild.id, "deeper", role="user", id="g1")
+    keep = build(store, "k1-k2", session="other")
+    kept = [x for x in snapshot(store) if x[0]["id"] == keep]
+
+    removed = store.delete_session(sid)
+
+    assert removed == ["parent", "parent/agent-1", "parent/agent-1/agent-2"]
+    assert [s.id for s in store.sessions()] == [keep]
+    assert snapshot(store) == kept
+    for gone in removed:
+        with pytest.raises(UnknownSessionError):
+            store.session(gone)
+    with pytest.raises(UnknownNodeError):
+        store.node("m1")
+    assert build(store, "m1-m2", session="parent") == "parent"  # the ids are free again
+    assert store.pending_ids("parent", "memory", "ws") == ["m1", "m2"]
+    with pytest.raises(UnknownSessionError):
+        store.delete_session("no-such-session")
+
+
+def test_delete_session_inside_a_rolled_back_transaction_changes_nothing(
+    store: BaseStore,
+) -> None:
+    sid = build(store, "m1-m2", session="s")
+    store.spawn(sid, "m2", id="s/agent")
+    before = snapshot(store)
+    with pytest.raises(RuntimeError), store.atomic():
+        store.delete_session(sid)
+        raise RuntimeError("roll back")
+    assert snapshot(store) == before
+
+
 def test_add_nodes_takes_any_order_and_is_idempotent(store: BaseStore) -> None:
     """Add nodes takes any order and is idempotent."""
     s = store.create_session()

@@ -8,49 +8,59 @@
                                                         a bounded window of the head's transcript
     sessiongraph latest SESSION [--json]                the newest message of the head's branch
 
-``SESSION`` is an id or a unique prefix of one. Unknown sessions and nodes are reported by
-:func:`graph.cli.main` as ``error: ...`` with exit status 1.
+``SESSION`` is an id or a unique prefix or suffix of one (the short form the tables print). Unknown
+and ambiguous sessions and nodes are reported by :func:`graph.cli.main` as ``error: ...`` with exit
+status 1. Text from transcripts is printed with its control characters made visible; ``--full``
+prints whole ids and ``--json`` always does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import orjson
 import typer
-from rich import box
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-from graph.cli import node_json, open_store, resolve_session, short
-from graph.models import ImageBlock, Node, TextBlock, ToolCallBlock, ToolResultBlock
-from graph.store import BaseStore
-from memory.caps import LOOKUP_DEFAULT_MESSAGES, LOOKUP_MAX_SESSIONS
-from memory.lookup import (
-    SessionInfo,
-    TranscriptWindow,
-    latest_message,
-    open_session,
-    read_transcript,
-    recent_sessions,
+from graph.cli import (
+    id_column,
+    node_json,
+    open_store,
+    resolve_node,
+    resolve_session,
+    session_short_forms,
+    tool_call_text,
 )
+from graph.terminal import dump_json, markup, short_forms
+from memory.caps import LOOKUP_DEFAULT_MESSAGES, LOOKUP_MAX_SESSIONS
 from memory.memory_cli import add_memory_app
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+    from graph.models import Node
+    from graph.store import BaseStore
+    from memory.lookup import SessionInfo, TranscriptWindow
 
 __all__ = ["register", "window_json"]
 
-console = Console()
+_JSON = Annotated[bool, typer.Option("--json", help="Print JSON (whole ids, RFC 3339 UTC times).")]
+_FULL = Annotated[bool, typer.Option("--full", help="Print whole ids, not their short form.")]
+_SESSION = Annotated[str, typer.Argument(help="Session id (or a unique prefix or suffix).")]
 
-_JSON = Annotated[bool, typer.Option("--json", help="Print JSON.")]
-_SESSION = Annotated[str, typer.Argument(help="Session id (or a unique prefix).")]
+
+def _console() -> Console:
+    from rich.console import Console
+
+    return Console(highlight=False)
+
 
 _TEXT_WIDTH = 2_000
 """Characters of one message shown in a table before it is cut (``--json`` prints everything)."""
 
 
 def _dump(data: Any) -> None:
-    print(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
+    print(dump_json(data))
 
 
 def _store(ctx: typer.Context) -> BaseStore:
@@ -61,6 +71,8 @@ def _store(ctx: typer.Context) -> BaseStore:
 
 def _message_text(node: Node) -> str:
     """A message's content for display: its text, with tool calls and images named in brackets."""
+    from graph.models import ImageBlock, TextBlock, ToolCallBlock, ToolResultBlock
+
     if isinstance(node.content, str):
         text = node.content
     else:
@@ -69,7 +81,7 @@ def _message_text(node: Node) -> str:
             if isinstance(b, TextBlock | ToolResultBlock) and b.text:
                 parts.append(b.text)
             elif isinstance(b, ToolCallBlock):
-                parts.append(f"[tool call {b.name}]")
+                parts.append(tool_call_text(b))
             elif isinstance(b, ImageBlock):
                 parts.append(f"[image {b.ref}]")
         text = "\n".join(parts)
@@ -78,20 +90,6 @@ def _message_text(node: Node) -> str:
             text[:_TEXT_WIDTH] + f"… ({len(text) - _TEXT_WIDTH} more characters; --json shows all)"
         )
     return text
-
-
-def _resolve_node(store: BaseStore, session_id: str, ref: str) -> str:
-    """Return the node of the session whose id is ``ref``, or uniquely starts or ends with it.
-
-    A shortened id as the tables print it (``…53d64443``) is accepted. Unmatched or ambiguous
-    references are returned as given, for :func:`~memory.lookup.read_transcript` to reject.
-    """
-    ids = store.index(session_id).pred
-    if ref in ids:
-        return ref
-    part = ref.lstrip("…")
-    matches = [n for n in ids if n.startswith(part) or n.endswith(part)]
-    return matches[0] if len(matches) == 1 else ref
 
 
 def window_json(window: TranscriptWindow) -> dict[str, Any]:
@@ -103,25 +101,32 @@ def window_json(window: TranscriptWindow) -> dict[str, Any]:
     }
 
 
-def _info_table(rows: list[SessionInfo]) -> Table:
+def _info_table(rows: list[SessionInfo], shorts: dict[str, str], full: bool) -> Table:
+    """The ``recent`` table: ids never cut (short forms, or whole and folded with --full)."""
+    from rich import box
+    from rich.table import Table
+
+    def name(sid: str | None) -> str:
+        return "" if not sid else sid if full else shorts.get(sid, sid)
+
     spawned = any(s.parent_session for s in rows)
     table = Table(box=box.SIMPLE_HEAD)
-    table.add_column("session", no_wrap=True)
-    table.add_column("updated", no_wrap=True)
-    table.add_column("msgs", justify="right")
-    table.add_column("tips", justify="right")
-    table.add_column("title")
+    id_column(table, "session", [name(s.id) for s in rows], full)
+    table.add_column("updated", no_wrap=True, min_width=16)
+    table.add_column("msgs", justify="right", no_wrap=True, min_width=4)
+    table.add_column("tips", justify="right", no_wrap=True, min_width=4)
+    table.add_column("title", ratio=1, min_width=10)
     if spawned:
-        table.add_column("spawned by", overflow="fold")
+        id_column(table, "spawned by", [name(s.parent_session) for s in rows], full)
     for s in rows:
         cells = [
-            s.id,
+            markup(name(s.id)),
             s.updated_at.strftime("%Y-%m-%d %H:%M"),
             str(s.messages),
             str(len(s.live_tips)),
-            escape(s.title),
+            markup(s.title),
         ]
-        table.add_row(*cells, *([s.parent_session or ""] if spawned else []))
+        table.add_row(*cells, *([markup(name(s.parent_session))] if spawned else []))
     return table
 
 
@@ -130,19 +135,28 @@ def recent(
     limit: Annotated[
         int, typer.Option(help=f"At most this many (clamped to 1..{LOOKUP_MAX_SESSIONS}).")
     ] = LOOKUP_MAX_SESSIONS,
+    full: _FULL = False,
     json: _JSON = False,
 ) -> None:
     """List the most recently updated sessions (at most 30): id, title, updated, messages, live tips."""
-    rows = recent_sessions(_store(ctx), limit)
+    from memory.lookup import recent_sessions
+
+    store = _store(ctx)
+    rows = recent_sessions(store, limit)
     if json:
         _dump([s.model_dump(mode="json") for s in rows])
         return
-    console.print(_info_table(rows))
+    console = _console()
+    console.print(_info_table(rows, session_short_forms(store), full))
     console.print(f"{len(rows)} session(s), most recently updated first")
 
 
 def open_(ctx: typer.Context, session: _SESSION, json: _JSON = False) -> None:
-    """Open one session: its title, times, head, message count and live tips."""
+    """Open one session: its title, times, head, message count and live tips (whole ids)."""
+    from rich.table import Table
+
+    from memory.lookup import open_session
+
     store = _store(ctx)
     info = open_session(store, resolve_session(store, session).id)
     if json:
@@ -151,7 +165,7 @@ def open_(ctx: typer.Context, session: _SESSION, json: _JSON = False) -> None:
     table = Table(show_header=False, box=None)
     for key, value in (
         ("session", info.id),
-        ("title", escape(info.title)),
+        ("title", info.title),
         ("created", info.created_at.isoformat(timespec="seconds")),
         ("updated", info.updated_at.isoformat(timespec="seconds")),
         ("head", info.head or "(empty)"),
@@ -160,8 +174,8 @@ def open_(ctx: typer.Context, session: _SESSION, json: _JSON = False) -> None:
         ("spawned by", info.parent_session or ""),
     ):
         if value:
-            table.add_row(f"[bold]{key}[/]", value)
-    console.print(table)
+            table.add_row(f"[bold]{key}[/]", markup(value))
+    _console().print(table)
 
 
 def read(
@@ -182,54 +196,69 @@ def read(
             "table shows (page back to older messages)."
         ),
     ] = None,
+    full: _FULL = False,
     json: _JSON = False,
 ) -> None:
     """Read the newest messages of a session's transcript (its head's branch), oldest first, with totals."""
+    from rich.table import Table
+
+    from memory.lookup import read_transcript
+
     store = _store(ctx)
     sid = resolve_session(store, session).id
     window = read_transcript(
-        store, sid, count, _resolve_node(store, sid, before) if before else None
+        store, sid, count, resolve_node(store, sid, before) if before else None
     )
     if json:
         _dump(window_json(window))
         return
+    ids = store.index(sid).pred
+    names = {n: n for n in ids} if full else short_forms(ids)
     table = Table(
-        title=f"{window.session_id}: {window.returned} of {window.total} messages",
+        title=f"{markup(window.session_id)}: {window.returned} of {window.total} messages",
         title_justify="left",
     )
-    table.add_column("#", justify="right")
-    for col in ("node", "time", "role"):
-        table.add_column(col, no_wrap=True)
-    table.add_column("text")
+    table.add_column("#", justify="right", no_wrap=True, min_width=len(str(window.total)))
+    id_column(table, "node", [names[m.id] for m in window.messages], full)
+    table.add_column("time", no_wrap=True, min_width=16)
+    table.add_column("role", no_wrap=True, min_width=9)
+    table.add_column("text", ratio=1, min_width=20)
     for i, m in enumerate(window.messages, window.older + 1):
         table.add_row(
             str(i),
-            short(m.id),
+            markup(names[m.id]),
             m.created_at.strftime("%Y-%m-%d %H:%M"),
             m.role.value,
-            escape(_message_text(m)),
+            markup(_message_text(m)),
         )
+    console = _console()
     console.print(table)
-    console.print(escape(window.note))
+    console.print(markup(window.note))
     if window.next_before:
-        console.print(f"older: --before {window.next_before}")
+        console.print(
+            f"older: --before {markup(names.get(window.next_before, window.next_before))}"
+        )
 
 
 def latest(ctx: typer.Context, session: _SESSION, json: _JSON = False) -> None:
     """Show the newest message of a session's head's branch."""
+    from memory.lookup import latest_message
+
     store = _store(ctx)
     sid = resolve_session(store, session).id
     node = latest_message(store, sid)
     if json:
         _dump(node_json(node) if node else None)
         return
+    console = _console()
     if node is None:
-        console.print(f"session {sid} has no messages")
+        console.print(f"session {markup(sid)} has no messages")
         return
     console.print(
-        f"[bold]{node.role.value}[/] [dim]{node.id} {node.created_at.isoformat(timespec='seconds')}[/]"
+        f"[bold]{node.role.value}[/] [dim]{markup(node.id)} "
+        f"{node.created_at.isoformat(timespec='seconds')}[/]"
     )
-    console.print(escape(_message_text(node)))
+    console.print(markup(_message_text(node)))
 
 
 _COMMANDS: dict[str, Callable[..., None]] = {

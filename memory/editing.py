@@ -40,6 +40,7 @@ from memory.workspace import MemoryWorkspace
 
 __all__ = [
     "EditError",
+    "EditFolderError",
     "ParsedTopic",
     "apply_edits",
     "edited_changes",
@@ -82,6 +83,49 @@ class EditError(MemoryLayerError, ValueError):
         self.reason = reason
         self.detail = detail
         self.record_id = record_id
+
+
+class EditFolderError(MemoryLayerError, ValueError):
+    """The folder of edited files to apply is missing, is a file, or holds no topic files.
+
+    Attributes:
+        path: The folder as given.
+        reason: What is wrong with it.
+    """
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = Path(path)
+        self.reason = reason
+
+
+def _read_utf8(file: Path) -> str:
+    """A topic file's text; bytes that are not UTF-8 are refused at their line and column."""
+    raw = file.read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        column = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise EditError(
+            str(file),
+            line,
+            Rejection.MALFORMED,
+            f"not UTF-8 (byte 0x{raw[e.start]:02x} at column {column}); save the file as UTF-8",
+        ) from None
+
+
+def _check_folder(root: Path) -> None:
+    if not root.exists():
+        raise EditFolderError(root, "no such folder")
+    if not root.is_dir():
+        raise EditFolderError(root, "is a file, not a folder of edited topic files")
+    if not (root / "views.json").exists() and not any((root / "topics").rglob("*.md")):
+        raise EditFolderError(
+            root,
+            "holds no topic files (topics/**/*.md); write them with 'sessiongraph memory export -o "
+            f"{root}' and edit them there",
+        )
 
 
 @dataclass
@@ -421,10 +465,13 @@ def edited_changes(
         The change set (one ``rewrite_topic`` per changed file, sorted by path) and the parsed files.
 
     Raises:
-        EditError: a file cannot be read, names an unknown record or source, or drops a record
-            (``RECORD_LOST``), at its file and line.
+        EditFolderError: ``directory`` does not exist, is a file, or holds neither topic files
+            (``topics/**/*.md``) nor the ``views.json`` of a rendering.
+        EditError: a file cannot be read (or is not UTF-8), names an unknown record or source, or
+            drops a record (``RECORD_LOST``), at its file and line.
     """
     root = Path(directory)
+    _check_folder(root)
     _check_fresh(ws, root)
     st = ws.state()
     current = _rendered(ws)
@@ -439,7 +486,7 @@ def edited_changes(
         )
     parsed: list[ParsedTopic] = []
     for topic, file in files.items():
-        text = file.read_text("utf-8")
+        text = _read_utf8(file)
         if current.get(topic) == text:
             continue
         p = parse_topic(text, str(file), topic)
@@ -590,6 +637,7 @@ def apply_edits(ws: MemoryWorkspace, directory: str | Path) -> tuple[list[str], 
         ``(changed topic paths, updated or created record ids)``; both empty when nothing changed.
 
     Raises:
+        EditFolderError: ``directory`` does not exist, is a file, or holds no topic files.
         EditError: refused (by the parser or by the transaction), at its file and line; nothing
             changed.
         WorkspaceBusyError: another writer holds the lock.

@@ -17,8 +17,10 @@ can see what memory holds, find it with the words they used, correct it and dele
 
 The workspace is ``--workspace DIR`` (before the command), else ``$SESSIONGRAPH_MEMORY``, else ``memory``
 under the user data directory; the session store is the ``sessiongraph --db`` one. ``RECORD`` is a
-record id or a unique prefix or suffix of one (the tables show the last 8 characters). Errors print
-``error: ...`` on stderr with exit status 1; a refused edit names ``file:line``.
+record id or a unique prefix or suffix of one (the tables show the short form: ``…`` and the shortest
+unique end, at least 8 characters; ``--full`` shows whole ids, as ``--json`` always does). Errors print
+``error: ...`` on stderr with exit status 1; a refused edit names ``file:line`` and keeps the edited
+copy, saying how to apply it again.
 """
 
 from __future__ import annotations
@@ -32,41 +34,28 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import orjson
-import platformdirs
 import typer
-from rich import box
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
-from rich.table import Table
 
-from graph.cli import open_store, resolve_session
+from graph.cli import id_column, open_store, resolve_session, session_short_forms
 from graph.errors import GraphError
 from graph.lineage import is_abandoned
 from graph.models import to_micros
 from graph.store import BaseStore
+from graph.terminal import dump_json, markup, say, settings, short_forms
 from memory import caps
 from memory.caps import CapExceeded
-from memory.editing import apply_edits, stage_topics
 from memory.errors import MemoryLayerError
-from memory.manage import (
-    DEFAULT_GRACE,
-    RecordView,
-    delete_record,
-    export_markdown,
-    purge_expired,
-    record_view,
-    record_views,
-    search_page,
-    undo_delete,
-    workspace_status,
-)
-from memory.pipeline import PROVIDER, WritePipeline
-from memory.watcher import IdleWatcher
-from memory.workspace import MemoryWorkspace
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress, TaskID
+    from rich.table import Table
+
+    from graph.store import BaseStore
+    from memory.manage import RecordView
+    from memory.workspace import MemoryWorkspace
 
 __all__ = ["add_memory_app", "default_workspace", "memory_app"]
 
@@ -74,19 +63,27 @@ memory_app = typer.Typer(
     name="memory",
     help="See, search, correct and delete what memory holds; write and watch sessions.",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
-console = Console()
-err = Console(stderr=True)
 
-_JSON = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+_JSON = Annotated[bool, typer.Option("--json", help="Print JSON (whole ids, RFC 3339 UTC times).")]
+_FULL = Annotated[bool, typer.Option("--full", help="Print whole ids, not their short form.")]
 _RECORD = Annotated[str, typer.Argument(help="Record id, or a unique prefix or suffix of one.")]
+
+
+def _console(stderr: bool = False) -> Console:
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False)
 
 
 def default_workspace() -> Path:
     """The workspace used without ``--workspace``: ``$SESSIONGRAPH_MEMORY`` or the user data dir."""
     env = os.environ.get("SESSIONGRAPH_MEMORY")
     if env:
-        return Path(env)
+        return Path(os.path.expanduser(env))
+    import platformdirs
+
     return Path(platformdirs.user_data_dir("sessiongraph")) / "memory"
 
 
@@ -108,7 +105,24 @@ def _memory(
         ),
     ] = None,
 ) -> None:
-    ctx.obj = {**(ctx.obj or {}), "workspace": workspace or default_workspace()}
+    chosen = Path(os.path.expanduser(str(workspace))) if workspace else default_workspace()
+    ctx.obj = {**(ctx.obj or {}), "workspace": chosen, "workspace_arg": workspace}
+
+
+def _again(ctx: typer.Context, *command: str) -> str:
+    """The command line to run ``memory COMMAND`` again on the same store and workspace.
+
+    ``--db`` and ``-w`` are repeated exactly as the user gave them (so ``~`` and relative paths mean
+    what they meant), and left out when the user gave none.
+    """
+    obj = ctx.obj or {}
+    words = ["sessiongraph"]
+    if obj.get("db_arg") is not None:
+        words += ["--db", str(obj["db_arg"])]
+    words.append("memory")
+    if obj.get("workspace_arg") is not None:
+        words += ["-w", str(obj["workspace_arg"])]
+    return shlex.join([*words, *command])
 
 
 @contextmanager
@@ -117,12 +131,33 @@ def _errors() -> Iterator[None]:
     try:
         yield
     except (MemoryLayerError, CapExceeded, GraphError, ValueError) as e:
-        err.print(f"[red]error:[/] {escape(str(e))}")
-        raise typer.Exit(1) from None
+        _fail(str(e))
+    except OSError as e:
+        _fail(f"{e.filename}: {e.strerror}" if e.filename else str(e))
+
+
+def _fail(message: str) -> None:
+    import sys
+
+    from graph.terminal import visible
+
+    print(f"error: {visible(message)}", file=sys.stderr)
+    raise typer.Exit(1)
 
 
 def _ws(ctx: typer.Context) -> MemoryWorkspace:
-    ws = MemoryWorkspace(ctx.obj["workspace"])
+    from memory.workspace import MemoryWorkspace
+
+    path: Path = ctx.obj["workspace"]
+    where = f"-w {path}"
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{where}: is a file; a workspace is a folder")
+    try:
+        ws = MemoryWorkspace(path)
+    except OSError as e:
+        raise ValueError(
+            f"{where}: cannot create the workspace folder: {e.strerror or e}"
+        ) from None
     ctx.call_on_close(ws.close)
     return ws
 
@@ -134,32 +169,42 @@ def _store(ctx: typer.Context) -> BaseStore:
 
 
 def _dump(data: Any) -> None:
-    print(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
+    print(dump_json(data))
 
 
-def _short(record_id: str) -> str:
-    return "…" + record_id[-8:]
+def _record_names(ws: MemoryWorkspace, full: bool) -> dict[str, str]:
+    """Each record id's name in a table: its short form among every record id, or the whole id."""
+    ids = [r.id for r in ws.records()]
+    return {i: i for i in ids} if full else short_forms(ids)
 
 
 def _when(micros: int) -> str:
     return datetime.fromtimestamp(micros / 1e6, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _records_table(views: list[RecordView]) -> Table:
+def _records_table(views: list[RecordView], names: dict[str, str], full: bool) -> Table:
+    from rich import box
+    from rich.table import Table
+
+    sessions = short_forms(c.session_id for v in views for c in v.citations)
+    nodes = short_forms(c.node_id for v in views for c in v.citations)
     table = Table(box=box.SIMPLE_HEAD)
-    table.add_column("record", no_wrap=True)
-    table.add_column("topic / headings")
-    table.add_column("content")
-    table.add_column("citations: snippet (session / node)")
+    id_column(table, "record", [names.get(v.record.id, v.record.id) for v in views], full)
+    table.add_column("topic / headings", ratio=1, min_width=8, overflow="fold")
+    table.add_column("content", ratio=2, min_width=12)
+    table.add_column("citations: snippet (session / node)", ratio=2, min_width=12)
     for v in views:
         r = v.record
-        place = escape(" / ".join((r.topic, *r.headings)))
+        place = markup(" / ".join((r.topic, *r.headings)))
         cites = "\n".join(
-            f"[bold]{escape(c.label)}[/]: {escape(c.snippet)} "
-            f"[dim]({c.session_id[-8:]} / {c.node_id[-8:]})[/]"
+            f"[bold]{markup(c.label)}[/]: {markup(c.snippet)} [dim]("
+            + markup(c.session_id if full else sessions[c.session_id])
+            + " / "
+            + markup(c.node_id if full else nodes[c.node_id])
+            + ")[/]"
             for c in v.citations
         )
-        table.add_row(_short(r.id), place, escape(r.content), cites)
+        table.add_row(markup(names.get(r.id, r.id)), place, markup(r.content), cites)
     return table
 
 
@@ -167,9 +212,12 @@ def _records_table(views: list[RecordView]) -> Table:
 def list_(
     ctx: typer.Context,
     topic: Annotated[str | None, typer.Option(help="Only this topic path.")] = None,
+    full: _FULL = False,
     json: _JSON = False,
 ) -> None:
     """List the records with their citations' snippets and source session and node."""
+    from memory.manage import purge_expired, record_views
+
     with _errors():
         ws = _ws(ctx)
         purge_expired(ws)
@@ -177,13 +225,18 @@ def list_(
         if json:
             _dump([v.as_json() for v in views])
             return
-        console.print(_records_table(views))
-        console.print(f"{len(views)} record(s) in workspace {ws.id}")
+        console = _console()
+        console.print(_records_table(views, _record_names(ws, full), full))
+        console.print(f"{len(views)} record(s) in workspace {markup(ws.id)}")
 
 
 @memory_app.command()
 def show(ctx: typer.Context, record: _RECORD, json: _JSON = False) -> None:
-    """Show one record: place, content, tags, times and every citation."""
+    """Show one record: place, content, tags, times and every citation (whole ids)."""
+    from rich.table import Table
+
+    from memory.manage import record_view
+
     with _errors():
         v = record_view(_ws(ctx), record)
         if json:
@@ -203,14 +256,15 @@ def show(ctx: typer.Context, record: _RECORD, json: _JSON = False) -> None:
             ("content", r.content),
         ):
             if value:
-                table.add_row(f"[bold]{key}[/]", escape(value))
+                table.add_row(f"[bold]{key}[/]", markup(value))
+        console = _console()
         console.print(table)
         for n, c in enumerate(v.citations, 1):
             console.print(
-                f"[{n}] [bold]{escape(c.label)}[/] {c.source_id} "
-                f"(session {c.session_id}, node {c.node_id}, {c.speaker})"
+                f"\\[{n}] [bold]{markup(c.label)}[/] {markup(c.source_id)} "
+                f"(session {markup(c.session_id)}, node {markup(c.node_id)}, {markup(c.speaker)})"
             )
-            console.print(f"    {escape(c.snippet)}")
+            console.print(f"    {markup(c.snippet)}")
 
 
 @memory_app.command()
@@ -223,11 +277,18 @@ def search(
     per_page: Annotated[
         int, typer.Option(help=f"Results per page (at most {caps.MAX_RESULTS_PER_PAGE}).")
     ] = caps.DEFAULT_RESULTS_PER_PAGE,
+    full: _FULL = False,
     json: _JSON = False,
 ) -> None:
     """Search the records lexically (FTS5, best first), one page at a time, with the total."""
+    from rich import box
+    from rich.table import Table
+
+    from memory.manage import search_page
+
     with _errors():
-        result = search_page(_ws(ctx), query, page, per_page)
+        ws = _ws(ctx)
+        result = search_page(ws, query, page, per_page)
         if json:
             _dump(
                 {
@@ -250,14 +311,21 @@ def search(
                 }
             )
             return
+        names = _record_names(ws, full)
         table = Table(box=box.SIMPLE_HEAD)
-        table.add_column("#", justify="right")
-        table.add_column("record", no_wrap=True)
-        table.add_column("topic")
-        table.add_column("content")
+        table.add_column("#", justify="right", no_wrap=True, min_width=len(str(result.total)))
+        id_column(table, "record", [names.get(h.record_id, h.record_id) for h in result.hits], full)
+        table.add_column("topic", ratio=1, min_width=8, overflow="fold")
+        table.add_column("content", ratio=3, min_width=12)
         first = (result.page - 1) * result.per_page + 1
         for n, h in enumerate(result.hits, first):
-            table.add_row(str(n), _short(h.record_id), escape(h.topic), escape(h.content))
+            table.add_row(
+                str(n),
+                markup(names.get(h.record_id, h.record_id)),
+                markup(h.topic),
+                markup(h.content),
+            )
+        console = _console()
         console.print(table)
         shown = f"{first}-{first + len(result.hits) - 1}" if result.hits else "none"
         console.print(
@@ -270,28 +338,45 @@ def delete(
     ctx: typer.Context,
     record: _RECORD,
     grace: Annotated[
-        float, typer.Option(help="Seconds during which 'memory undo' takes it back (0: for good).")
-    ] = DEFAULT_GRACE,
+        float | None,
+        typer.Option(
+            help="Seconds during which 'memory undo' takes it back (0: for good; default 10)."
+        ),
+    ] = None,
 ) -> None:
-    """Delete a record and its citations (sources stay archived); undoable for --grace seconds."""
+    """Delete a record and its citations (sources stay archived); undoable for --grace seconds.
+
+    The undo hint repeats the ``--db`` and ``-w`` given, so it runs on the same workspace.
+    """
+    from memory.manage import DEFAULT_GRACE, delete_record
+
     with _errors():
+        grace = DEFAULT_GRACE if grace is None else grace
+        if grace < 0:
+            raise ValueError(f"--grace {grace}: must be 0 or more seconds")
         stone = delete_record(_ws(ctx), record, grace=grace)
         rid = stone.record.id
+        console = _console()
         if stone.expires_at > stone.deleted_at:
             console.print(
-                f"deleted {rid}; undo until {_when(stone.expires_at)} UTC with "
-                f"'sessiongraph memory undo {rid[-8:]}'"
+                f"deleted {markup(rid)}; undo until {_when(stone.expires_at)} UTC with: "
+                + markup(_again(ctx, "undo", rid))
             )
         else:
-            console.print(f"deleted {rid} for good")
+            console.print(f"deleted {markup(rid)} for good")
 
 
 @memory_app.command()
 def undo(ctx: typer.Context, record: _RECORD) -> None:
     """Restore a deleted record inside its grace period (same id, timestamps and citations)."""
+    from memory.manage import undo_delete
+
     with _errors():
         rec = undo_delete(_ws(ctx), record)
-        console.print(f"restored {rec.id} in {rec.topic}: {escape(rec.content)}")
+        say(
+            _console(),
+            f"restored {markup(rec.id)} in {markup(rec.topic)}: {markup(rec.content)}",
+        )
 
 
 @memory_app.command()
@@ -302,9 +387,17 @@ def export(
     ] = Path("memory-export"),
 ) -> None:
     """Export the Markdown views (topics/**/*.md, core.md) to a directory."""
+    from memory.manage import export_markdown
+
     with _errors():
+        if output.exists() and not output.is_dir():
+            raise ValueError(f"-o {output}: is a file; give a folder to write the views into")
+        try:
+            output.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ValueError(f"-o {output}: cannot create the folder: {e.strerror or e}") from None
         files = export_markdown(_ws(ctx), output)
-        console.print(f"wrote {len(files)} file(s) to {output}")
+        say(_console(), f"wrote {len(files)} file(s) to {markup(str(output))}")
 
 
 @memory_app.command()
@@ -320,8 +413,13 @@ def edit(
 ) -> None:
     """Edit the topic files ($EDITOR on a staging copy), then apply them as one validated change.
 
-    A broken edit is refused with the reason and file:line, and nothing changes.
+    A broken edit is refused with the reason and file:line, and nothing changes; the staging copy
+    with the edits is kept, and the command to apply it again once fixed is printed.
     """
+    import shutil
+
+    from memory.editing import stage_topics
+
     with _errors():
         ws = _ws(ctx)
         if apply is not None:
@@ -330,35 +428,67 @@ def edit(
         editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
         if not editor:
             raise ValueError("set $EDITOR (or use --apply DIR with a directory of edited files)")
-        with tempfile.TemporaryDirectory(prefix="sessiongraph-memory-edit-") as tmp:
-            files = stage_topics(ws, tmp)
-            if not files:
-                console.print("memory holds no records yet: nothing to edit")
-                return
-            status = subprocess.call([*shlex.split(editor), *map(str, files)])
-            if status != 0:
-                raise ValueError(f"the editor exited with status {status}; nothing was applied")
-            _apply(ws, Path(tmp))
+        try:
+            command = shlex.split(editor)
+        except ValueError as e:
+            raise ValueError(f"$EDITOR {editor!r}: cannot be read as a command ({e})") from None
+        if not command:
+            raise ValueError("$EDITOR is empty: set it to an editor (or use --apply DIR)")
+        tmp = Path(tempfile.mkdtemp(prefix="sessiongraph-memory-edit-"))
+        files = stage_topics(ws, tmp)
+        if not files:
+            shutil.rmtree(tmp, ignore_errors=True)
+            say(_console(), "memory holds no records yet: nothing to edit")
+            return
+        try:
+            status = subprocess.call([*command, *map(str, files)])
+        except OSError as e:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise ValueError(
+                f"$EDITOR {editor!r}: cannot run {command[0]!r}: {e.strerror or e}; nothing was "
+                "applied"
+            ) from None
+        again = _again(ctx, "edit", "--apply", str(tmp))
+        if status != 0:
+            raise ValueError(
+                f"the editor exited with status {status}; nothing was applied. The files are kept "
+                f"in {tmp}; to apply them: {again}"
+            )
+        try:
+            _apply(ws, tmp)
+        except (MemoryLayerError, CapExceeded, ValueError) as e:
+            raise ValueError(
+                f"{e}; nothing was applied; your edits are kept in {tmp}: fix them there, then "
+                f"run: {again}"
+            ) from None
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _apply(ws: MemoryWorkspace, directory: Path) -> None:
+    from memory.editing import apply_edits
+
     topics, ids = apply_edits(ws, directory)
+    console = _console()
     if not topics:
-        console.print("no changes")
+        say(console, "no changes")
         return
-    console.print(
-        f"applied: {len(topics)} topic(s) changed ({', '.join(topics)}); "
-        f"{len(ids)} record(s) updated or created; revision {ws.revision}"
+    say(
+        console,
+        f"applied: {len(topics)} topic(s) changed ({markup(', '.join(topics))}); "
+        f"{len(ids)} record(s) updated or created; revision {ws.revision}",
     )
 
 
 def _progress() -> Progress:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        console=err,
+        console=_console(stderr=True),
         transient=False,
+        disable=settings.quiet,
     )
 
 
@@ -370,6 +500,8 @@ def write(
     ] = None,
 ) -> None:
     """Write what the sessions owe this workspace (every live tip, the head first), with progress."""
+    from memory.pipeline import PROVIDER, WritePipeline
+
     with _errors():
         ws, store = _ws(ctx), _store(ctx)
         if sessions:
@@ -380,31 +512,34 @@ def write(
                 for s in store.sessions(100_000)
                 if store.pending_ids(s.id, PROVIDER, ws.id) and not is_abandoned(store, s)
             ]
+        names = session_short_forms(store)
         pipeline = WritePipeline(ws, store)
         failed = 0
         with _progress() as bar:
             task = bar.add_task("writing memory", total=len(ids))
             for sid in ids:
-                bar.update(task, description=f"writing {sid[-8:]}")
+                bar.update(task, description=f"writing {markup(names[sid])}")
                 owed = len(store.pending_ids(sid, PROVIDER, ws.id))
                 failure = pipeline.write(sid, force=True)
                 stamp = to_micros(store.session(sid).updated_at)
                 if failure is None:
                     ws.set_watch_status(sid, stamp, "done", "")
-                    bar.console.print(f"{sid}: wrote {owed} pending turn(s)")
+                    if not settings.quiet:
+                        bar.console.print(f"{markup(sid)}: wrote {owed} pending turn(s)")
                 else:
                     failed += 1
                     if not failure.retryable:
                         ws.set_watch_status(sid, stamp, "failed", failure.reason.value)
                     bar.console.print(
-                        f"{sid}: [red]{failure.reason.value}[/] "
+                        f"{markup(sid)}: [red]{failure.reason.value}[/] "
                         f"({'retryable' if failure.retryable else 'not retryable'}): "
-                        f"{escape(failure.detail)}"
+                        f"{markup(failure.detail)}"
                     )
                 bar.advance(task)
-        console.print(
+        say(
+            _console(),
             f"{len(ids) - failed} of {len(ids)} session(s) written; "
-            f"{pipeline.batches_written} batch(es); {len(ws.records())} record(s)"
+            f"{pipeline.batches_written} batch(es); {len(ws.records())} record(s)",
         )
         if failed:
             raise typer.Exit(1)
@@ -420,15 +555,22 @@ def watch(
     poll: Annotated[float, typer.Option(help="Seconds between passes.")] = 5 * 60,
 ) -> None:
     """Run the idle watcher in the foreground: a progress line per session, a summary per pass."""
+    from memory.pipeline import WritePipeline
+    from memory.watcher import IdleWatcher
+
     with _errors():
+        if idle < 0 or poll <= 0:
+            raise ValueError("--idle must be 0 or more seconds and --poll more than 0 seconds")
         ws, store = _ws(ctx), _store(ctx)
+        console = _console()
         pipeline = WritePipeline(ws, store)
         bar = _progress()
         state: dict[str, TaskID] = {}
 
         def event(name: str, payload: dict[str, Any]) -> None:
             if name == "memory.ingest_started":
-                bar.update(state["task"], description=f"writing {payload['session_id'][-8:]}")
+                sid = str(payload["session_id"])
+                bar.update(state["task"], description=f"writing {markup(short_forms([sid])[sid])}")
             else:
                 bar.advance(state["task"])
 
@@ -452,7 +594,9 @@ def watch(
                 )
                 for o in outcomes:
                     if o.reason:
-                        console.print(f"  {o.session_id}: {o.status} {o.reason}")
+                        console.print(
+                            f"  {markup(o.session_id)}: {markup(o.status)} {markup(o.reason)}"
+                        )
                 if once:
                     break
                 stop.wait(poll)
@@ -461,8 +605,13 @@ def watch(
 
 
 @memory_app.command()
-def status(ctx: typer.Context, json: _JSON = False) -> None:
+def status(ctx: typer.Context, full: _FULL = False, json: _JSON = False) -> None:
     """Show the workspace id, record and source counts, pending turns per session, last failure."""
+    from rich import box
+    from rich.table import Table
+
+    from memory.manage import purge_expired, workspace_status
+
     with _errors():
         ws, store = _ws(ctx), _store(ctx)
         purge_expired(ws)
@@ -503,15 +652,18 @@ def status(ctx: typer.Context, json: _JSON = False) -> None:
                 else "none",
             ),
         ):
-            table.add_row(f"[bold]{key}[/]", escape(value))
+            table.add_row(f"[bold]{key}[/]", markup(value))
+        console = _console()
         console.print(table)
         if st.pending:
+            names = session_short_forms(store)
             pend = Table(box=box.SIMPLE_HEAD)
-            pend.add_column("session", no_wrap=True)
-            pend.add_column("pending", justify="right")
-            pend.add_column("title")
+            shown = [sid if full else names.get(sid, sid) for sid, *_ in st.pending]
+            id_column(pend, "session", shown, full)
+            pend.add_column("pending", justify="right", no_wrap=True, min_width=7)
+            pend.add_column("title", ratio=1, min_width=10)
             for sid, title, n in st.pending:
-                pend.add_row(sid, str(n), escape(title))
+                pend.add_row(markup(sid if full else names.get(sid, sid)), str(n), markup(title))
             console.print(pend)
         console.print(
             f"{sum(n for *_, n in st.pending)} pending turn(s) in {len(st.pending)} session(s)"
@@ -528,9 +680,13 @@ def reset(
     The old database is set aside (``memory.<old-id>.db``), not destroyed; other providers' markers
     are untouched.
     """
+    import sys
+
     with _errors():
         ws = _ws(ctx)
         if not yes:
+            if not sys.stdin.isatty():
+                raise ValueError("reset: confirmation needs a terminal: pass --yes to reset")
             typer.confirm(
                 f"Reset memory workspace {ws.id} ({len(ws.records())} records)? Every session "
                 "becomes pending again",
@@ -538,4 +694,4 @@ def reset(
             )
         old = ws.id
         new = ws.reset()
-        console.print(f"workspace {old} set aside; new workspace id {new}")
+        say(_console(), f"workspace {old} set aside; new workspace id {new}")

@@ -66,7 +66,7 @@ def test_quick_mode_runs_every_benchmark_and_writes_json(tmp_path: Path) -> None
     data = json.loads(out.read_text())
     assert data["mode"] == "quick"
     assert {"nproc", "cpu", "python"} <= set(data["machine"])
-    for name in ("index", "pending", "mark", "append", "import", "peer"):
+    for name in ("index", "pending", "mark", "append", "import", "peer", "cli_start"):
         results = data[name]["results"]
         assert results, name
         for r in results:

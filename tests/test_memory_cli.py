@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -194,3 +196,95 @@ def test_default_workspace_comes_from_the_environment(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["path"] == str(tmp_path / "envws")
+
+
+def _written(tmp_path: Path) -> Cli:
+    cli = Cli(tmp_path)
+    assert cli.raw("import", str(FIXTURE)).returncode == 0
+    cli.memory("write")
+    return cli
+
+
+def test_a_refused_edit_keeps_the_staging_copy_and_says_how_to_apply_it(tmp_path: Path) -> None:
+    cli = _written(tmp_path)
+    before = cli.json("list")
+    breaker = tmp_path / "breaker.py"  # removes every record anchor: refused with RECORD_LOST
+    breaker.write_text(
+        "import re, sys\n"
+        "for f in sys.argv[1:]:\n"
+        "    t = open(f).read()\n"
+        "    open(f, 'w').write(re.sub(r' \\^\\S+$', '', t, flags=re.M).replace('Lisbon', 'Porto'))\n"
+    )
+    refused = cli.memory("edit", ok=False, env={"EDITOR": f"{sys.executable} {breaker}"})
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    err = " ".join(refused.stderr.split())
+    assert "RECORD_LOST" in err and "your edits are kept in" in err
+    again = err.split("run: ", 1)[1].split()
+    stage = Path(again[again.index("--apply") + 1])
+    assert stage.is_dir() and "Porto" in "".join(p.read_text() for p in stage.rglob("*.md"))
+    assert again[:2] == ["sessiongraph", "--db"] and again[3:6] == ["memory", "-w", str(cli.ws)]
+    assert cli.json("list") == before  # nothing changed
+    for f in (stage / "topics").rglob("*.md"):  # the user fixes the file: anchors back
+        f.write_text(f.read_text())
+    fixed = tmp_path / "fixed"
+    cli.memory("export", "-o", str(fixed))
+    for src in (fixed / "topics").rglob("*.md"):
+        dst = stage / src.relative_to(fixed)
+        dst.write_text(src.read_text().replace("Lisbon", "Porto"))
+    applied = cli.memory("edit", "--apply", str(stage))
+    assert "applied" in applied.stdout
+    assert cli.json("search", "Porto")["total"] > 0
+    shutil.rmtree(stage)
+
+
+def test_an_editor_writing_bytes_that_are_not_utf8_gets_file_and_line(tmp_path: Path) -> None:
+    cli = _written(tmp_path)
+    editor = tmp_path / "latin1.py"
+    editor.write_text(
+        "import sys\n"
+        "for f in sys.argv[1:]:\n"
+        "    lines = open(f, 'rb').read().split(b'\\n')\n"
+        "    lines[2] += b' caf\\xe9'\n"
+        "    open(f, 'wb').write(b'\\n'.join(lines))\n"
+    )
+    refused = cli.memory("edit", ok=False, env={"EDITOR": f"{sys.executable} {editor}"})
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert re.search(r"\.md:3: MALFORMED: not UTF-8 \(byte 0xe9 at column \d+\)", refused.stderr)
+    kept = re.search(r"kept in (\S+):", refused.stderr)
+    assert kept and Path(kept.group(1)).is_dir()
+    shutil.rmtree(kept.group(1))
+
+
+def test_edit_apply_on_a_missing_folder_a_file_or_an_empty_folder(tmp_path: Path) -> None:
+    cli = _written(tmp_path)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    file = tmp_path / "file.md"
+    file.write_text("x")
+    for target, why in (
+        (tmp_path / "missing", "no such folder"),
+        (file, "is a file, not a folder"),
+        (empty, "holds no topic files"),
+    ):
+        p = cli.memory("edit", "--apply", str(target), ok=False)
+        assert p.returncode == 1 and "Traceback" not in p.stderr
+        assert f"error: {target}: {why}" in p.stderr and "RECORD_LOST" not in p.stderr
+
+
+def test_the_undo_hint_repeats_db_and_workspace_as_given(tmp_path: Path) -> None:
+    cli = _written(tmp_path)
+    rid = cli.json("list")[0]["id"]
+    deleted = cli.memory("delete", rid, "--grace", "3600")
+    hint = deleted.stdout.split("with: ", 1)[1].split()
+    assert hint == [
+        "sessiongraph",
+        "--db",
+        str(cli.db),
+        "memory",
+        "-w",
+        str(cli.ws),
+        "undo",
+        rid,
+    ]
+    undone = cli.raw(*hint[3:])  # run as printed (raw adds the same --db)
+    assert undone.returncode == 0 and f"restored {rid}" in undone.stdout

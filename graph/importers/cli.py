@@ -1,29 +1,41 @@
 """``sessiongraph import`` and ``sessiongraph export``: transcripts in, session bundles out.
 
-Registered on the main app by :func:`register` (called from :func:`graph.cli.main`).
+Registered on the main app by :func:`register` (called from :func:`graph.cli.main`). The progress
+bar counts bytes, so it moves within one large file; after the import, a few sessions get a table
+and many get one summary line (``--verbose``: the table, and every note, whatever the number).
+Failed files and damaged lines are always reported, on stderr, with their file and line.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import orjson
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from graph.bundle import export_session
-from graph.cli import open_store, render_tree, resolve_session, short
-from graph.importers import ImportReport, default_locations, import_paths
-from graph.store import BaseStore
+from graph.cli import id_column, open_store, render_tree, resolve_session, session_short_forms
+from graph.terminal import CommandLineError, dump_json, markup, say, settings, short_forms
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+    from graph.importers import ImportReport
+    from graph.store import BaseStore
 
 __all__ = ["export_command", "import_command", "register"]
 
-console = Console()
-err = Console(stderr=True)
+TABLE_AT_MOST = 5
+"""An import touching more sessions than this prints one summary line, not a row per session."""
+
+PROBLEMS_AT_MOST = 20
+"""Damaged lines listed on stderr without ``--verbose``; the rest are counted."""
+
+
+def _console(stderr: bool = False) -> Console:
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False)
 
 
 def register(app: typer.Typer) -> None:
@@ -35,16 +47,21 @@ def register(app: typer.Typer) -> None:
 
 
 def _summary(store: BaseStore, report: ImportReport) -> Table:
-    """One row per imported session; narrow enough for an 80-column terminal (full ids: --json)."""
+    """One row per imported session, spawned ones under their parent, ids in their short form."""
+    from rich.table import Table
+
+    names = session_short_forms(store)
+    shown = [
+        (" ↳ " if i else "") + names.get(sid, sid)
+        for fr in report.files
+        for i, sid in enumerate(fr.session_ids)
+    ]
     table = Table(title="imported sessions", title_justify="left", box=None, header_style="bold")
-    table.add_column("session", no_wrap=True, min_width=11)
-    # The counts never shrink; the title takes what an 80-column terminal leaves.
-    table.add_column(
-        "title", overflow="ellipsis", no_wrap=True, max_width=max(8, console.width - 76)
-    )
+    id_column(table, "session", shown, False)
+    table.add_column("title", ratio=1, min_width=8)
     # nodes, nodes added, roots, forks, rewound, summaries, spawned sessions, skipped lines
     for col in ("nodes", "new", "roots", "forks", "rewound", "summ", "spawn", "skip"):
-        table.add_column(col, justify="right", no_wrap=True, width=len(col))
+        table.add_column(col, justify="right", no_wrap=True, min_width=len(col))
     seen: set[str] = set()
     for fr in report.files:
         for i, sid in enumerate(fr.session_ids):
@@ -52,10 +69,9 @@ def _summary(store: BaseStore, report: ImportReport) -> Table:
                 continue
             seen.add(sid)
             st = report.stats[sid]
-            title = store.session(sid).title
             table.add_row(
-                escape(f" ↳ …{sid[-8:]}" if i else (sid if len(sid) <= 10 else sid[:9] + "…")),
-                escape(title[:60]),
+                (" ↳ " if i else "") + markup(names.get(sid, sid)),
+                markup(store.session(sid).title),
                 str(st.nodes),
                 str(fr.nodes_added) if i == 0 else "",
                 str(st.roots),
@@ -68,26 +84,71 @@ def _summary(store: BaseStore, report: ImportReport) -> Table:
     return table
 
 
-def _problems(report: ImportReport) -> None:
+def _one_line(report: ImportReport) -> str:
+    """What an import of many sessions did, in one line."""
+    stats = report.stats.values()
+    spawned = sum(1 for fr in report.files for _ in fr.session_ids[1:])
+    return (
+        f"{len(report.stats)} session(s) ({spawned} spawned): "
+        f"{sum(s.nodes for s in stats)} node(s), {sum(s.forks for s in stats)} fork(s), "
+        f"{sum(s.rewound for s in stats)} rewound, {sum(s.summaries for s in stats)} "
+        "summaries (--verbose: a row per session)"
+    )
+
+
+def _problems(report: ImportReport, verbose: bool) -> None:
+    err = _console(stderr=True)
+    lines: list[str] = []
+    notes: list[str] = []
     for fr in report.files:
-        where = escape(str(fr.path))
+        where = markup(str(fr.path))
         if fr.error:
-            err.print(f"[red]failed[/] {where}: {escape(fr.error)} (nothing of it was stored)")
+            err.print(f"[red]failed[/] {where}: {markup(fr.error)} (nothing of it was stored)")
         for line, reason in fr.skipped:
-            err.print(f"[yellow]skipped[/] {where}:{line}: {escape(reason)}")
+            lines.append(f"[yellow]skipped[/] {where}:{line}: {markup(reason)}")
         for line, what in fr.repaired:
-            err.print(f"[yellow]repaired[/] {where}:{line}: {escape(what)}")
+            lines.append(f"[yellow]repaired[/] {where}:{line}: {markup(what)}")
         for node, parent in fr.dangling:
-            err.print(
-                f"[yellow]dangling parent[/] {where}: {escape(short(node))} names "
-                f"{escape(parent)}, which no file holds; kept as a root"
+            notes.append(
+                f"[yellow]dangling parent[/] {where}: {markup(node)} names "
+                f"{markup(parent)}, which no file holds; kept as a root"
             )
         for line, node, what in fr.relinked:
-            err.print(f"[yellow]relinked[/] {where}:{line}: {escape(short(node))}: {escape(what)}")
+            lines.append(f"[yellow]relinked[/] {where}:{line}: {markup(node)}: {markup(what)}")
         for line, node, why in fr.dropped:
-            err.print(f"[dim]not stored[/] {where}:{line}: {escape(short(node))}: {escape(why)}")
-        for note in fr.notes:
-            err.print(f"[dim]note[/] {where}: {escape(note)}")
+            lines.append(f"[dim]not stored[/] {where}:{line}: {markup(node)}: {markup(why)}")
+        notes += [f"[dim]note[/] {where}: {markup(note)}" for note in fr.notes]
+    if settings.quiet:
+        return
+    shown = lines if verbose else lines[:PROBLEMS_AT_MOST]
+    for text in shown:
+        err.print(text)
+    if len(lines) > len(shown):
+        err.print(f"... and {len(lines) - len(shown)} more damaged line(s) (--verbose lists all)")
+    if verbose or len(notes) <= 3:
+        for text in notes:
+            err.print(text)
+    else:
+        err.print(f"{len(notes)} note(s) on dangling parents and joined sessions (--verbose)")
+
+
+def _check_paths(paths: list[Path]) -> list[Path]:
+    """The transcript files under ``paths``; every path must exist and one must hold a transcript."""
+    from graph.importers import transcript_files
+
+    for p in paths:
+        if not p.exists():
+            raise CommandLineError(str(p), "no such file or folder")
+    files = transcript_files(paths)
+    if not files:
+        where = ", ".join(map(str, paths))
+        raise CommandLineError(
+            where, "no transcripts there (looked for *.jsonl files and session bundles)"
+        )
+    for p in paths:
+        if p.is_dir() and not transcript_files([p]):
+            say(_console(stderr=True), f"[yellow]warning[/] {markup(str(p))}: no transcripts there")
+    return files
 
 
 def import_command(
@@ -101,6 +162,9 @@ def import_command(
     ] = False,
     provider: Annotated[str, typer.Option(help="Pending for this consumer (--show).")] = "memory",
     value: Annotated[str, typer.Option(help="The consumer's store id (--show).")] = "default",
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="A row per session and every note.")
+    ] = False,
     json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Import Claude Code, pi and Codex transcripts (and session bundles) into the store.
@@ -109,35 +173,69 @@ def import_command(
     ~/.pi/agent/sessions, ~/.codex/sessions). Re-importing changes nothing; grown files add only
     their new entries.
     """
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    from graph.importers import default_locations, import_paths
+    from graph.importers.jsonl import reading_progress
+
+    if not provider.strip() or not value.strip():
+        raise CommandLineError("--provider/--value", "must not be empty")
     targets = list(paths or default_locations())
     if not targets:
-        err.print("no PATH given and no transcript directory found (~/.claude, ~/.pi, ~/.codex)")
-        raise typer.Exit(1)
+        raise CommandLineError(
+            "import", "no PATH given and no transcript directory found (~/.claude, ~/.pi, ~/.codex)"
+        )
+    files = _check_paths(targets)
+    sizes = {f: _size(f) for f in files}
     store = open_store(ctx)
     with Progress(
         TextColumn("importing"),
         BarColumn(),
-        MofNCompleteColumn(),
+        DownloadColumn(),
         TimeElapsedColumn(),
         TextColumn("{task.description}"),
-        console=err,
+        console=_console(stderr=True),
         transient=True,
-        disable=json,
+        disable=json or settings.quiet,
     ) as bar:
-        task = bar.add_task("", total=None)
+        task = bar.add_task("", total=sum(sizes.values()))
+        before = {"bytes": 0}
+
+        def within(path: Path, done: int, size: int) -> None:
+            bar.update(task, completed=before["bytes"] + done, description=markup(path.name))
 
         def tick(done: int, total: int, path: Path) -> None:
-            bar.update(task, completed=done, total=total, description=escape(path.name))
+            before["bytes"] += sizes.get(path, 0)
+            bar.update(
+                task,
+                completed=before["bytes"],
+                description=markup(f"{path.name} ({done}/{total} files)"),
+            )
 
-        report = import_paths(store, targets, progress=tick)
+        with reading_progress(within):
+            report = import_paths(store, targets, progress=tick)
     if json:
-        print(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2).decode())
+        print(dump_json(report.to_json()))
     else:
-        console.print(_summary(store, report))
-        _problems(report)
-        console.print(
+        out = _console()
+        if settings.quiet:
+            pass
+        elif verbose or len(report.stats) <= TABLE_AT_MOST:
+            if report.stats:
+                out.print(_summary(store, report))
+        else:
+            say(out, _one_line(report))
+        _problems(report, verbose)
+        say(
+            out,
             f"{len(report.files)} file(s), {report.nodes_added} node(s) added, "
-            f"{len(report.failed)} failed"
+            f"{len(report.failed)} failed",
         )
         if show:
             mains = list(dict.fromkeys(fr.session_ids[0] for fr in report.files if fr.session_ids))
@@ -147,21 +245,35 @@ def import_command(
         raise typer.Exit(1)
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def _show(store: BaseStore, session_id: str, provider: str, value: str) -> None:
+    from rich.table import Table
+
+    from graph.cli import node_preview
+
+    console = _console()
     session = store.session(session_id)
     console.print(render_tree(store, session))
     for child in store.spawns(session_id):
         console.print(render_tree(store, child))
     pending = store.pending(session_id, provider, value)
+    names = short_forms(store.index(session_id).pred)
     table = Table(
-        title=f"pending for {provider}={value} at the head of {session_id}", title_justify="left"
+        title=f"pending for {markup(provider)}={markup(value)} at the head of {markup(session_id)}",
+        title_justify="left",
     )
-    table.add_column("#", justify="right")
-    for col in ("node", "role", "text"):
-        table.add_column(col)
+    table.add_column("#", justify="right", no_wrap=True, min_width=len(str(len(pending))))
+    id_column(table, "node", [names[n.id] for n in pending], False)
+    table.add_column("role", no_wrap=True, min_width=9)
+    table.add_column("text", ratio=1, min_width=20)
     for i, n in enumerate(pending, 1):
-        text = " ".join(n.text.split())
-        table.add_row(str(i), escape(short(n.id)), n.role.value, escape(text[:80]))
+        table.add_row(str(i), markup(names[n.id]), n.role.value, markup(node_preview(n, 80)))
     console.print(table)
     console.print(f"{len(pending)} pending")
 
@@ -178,7 +290,11 @@ def export_command(
 
     ``sessiongraph import FILE`` in another store reproduces the same graph and markers.
     """
+    from graph.bundle import export_session
+
+    if output.is_dir():
+        raise CommandLineError(f"-o {output}", "is a folder; give the bundle file to write")
     store = open_store(ctx)
     s = resolve_session(store, session)
     size = export_session(store, s.id, output, spawned=spawned)
-    console.print(f"wrote {escape(str(output))} ({size} bytes, session {escape(s.id)})")
+    say(_console(), f"wrote {markup(str(output))} ({size} bytes, session {markup(s.id)})")

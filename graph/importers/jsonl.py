@@ -23,20 +23,50 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-__all__ = ["MAX_DEPTH", "MAX_RESYNC", "Line", "LineProblems", "read_jsonl"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_RESYNC",
+    "ByteProgress",
+    "Line",
+    "LineProblems",
+    "read_jsonl",
+    "reading_progress",
+]
 
 MAX_DEPTH = 200
 """The deepest nesting of arrays and objects a kept line may have (the entry itself is level 1)."""
 
 MAX_RESYNC = 64
 """How many ``{"`` positions are tried, per line, as the start of a record after a torn fragment."""
+
+ByteProgress = Callable[[Path, int, int], None]
+"""Called as ``progress(path, bytes_read, file_bytes)`` while a file's lines are handed over."""
+
+_progress: ContextVar[ByteProgress | None] = ContextVar("sessiongraph_read_progress", default=None)
+_EVERY = 2_000  # lines between two progress calls
+
+
+@contextmanager
+def reading_progress(callback: ByteProgress) -> Iterator[None]:
+    """Call ``callback(path, bytes_read, file_bytes)`` while :func:`read_jsonl` runs, in this context.
+
+    ``bytes_read`` counts the bytes of the lines handed to the importer so far (every 2,000 lines,
+    and once at the end of the file), so a progress bar moves within one large file.
+    """
+    token = _progress.set(callback)
+    try:
+        yield
+    finally:
+        _progress.reset(token)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +245,11 @@ def read_jsonl(path: Path, problems: LineProblems) -> Iterator[Line]:
     raw = path.read_bytes()
     lines = raw.split(b"\n")
     last = len(lines)
+    report, size, offset = _progress.get(), len(raw), 0
     for number, chunk in enumerate(lines, 1):
+        offset += len(chunk) + 1
+        if report is not None and (number % _EVERY == 0 or number == last):
+            report(path, min(offset, size), size)
         if not chunk.strip():
             continue
         try:

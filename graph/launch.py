@@ -1,0 +1,32 @@
+"""The ``sessiongraph`` console script: answers ``--version`` at once, else runs :mod:`graph.cli`.
+
+Kept apart from :mod:`graph.cli` so that printing the version loads neither typer, rich, pydantic
+nor the stores.
+"""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["main", "version"]
+
+
+def version() -> str:
+    """The installed version of sessiongraph (``unknown`` when it is not installed)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("sessiongraph")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def main() -> None:
+    """Run the command line (``sessiongraph --version`` without loading it)."""
+    if sys.argv[1:] == ["--version"]:
+        print(f"sessiongraph {version()}")
+        return
+    from graph.cli import main as run
+
+    run()
