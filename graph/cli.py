@@ -22,8 +22,10 @@ small store start quickly.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -45,10 +47,11 @@ from graph.terminal import (
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.text import Text
     from rich.tree import Tree
 
     from graph.ids import NodeId
-    from graph.models import Node, Session, ToolCallBlock
+    from graph.models import Node, SearchHit, Session, ToolCallBlock
     from graph.sqlite_store import SessionStore
     from graph.store import BaseStore
 
@@ -60,6 +63,7 @@ __all__ = [
     "node_json",
     "node_preview",
     "open_store",
+    "parse_since",
     "render_tree",
     "resolve_node",
     "resolve_session",
@@ -287,10 +291,56 @@ def id_column(table: Any, name: str, shown: Iterable[str], full: bool) -> None:
         table.add_column(name, no_wrap=True, min_width=widest)
 
 
+_SINCE = re.compile(r"(\d+)\s*([mhdw])", re.IGNORECASE)
+_SINCE_UNITS = {"m": 60, "h": 3600, "d": 86_400, "w": 604_800}
+
+
+def parse_since(text: str, *, now: datetime | None = None) -> datetime:
+    """Read a ``--since`` value: an ISO 8601 date or time (naive means UTC), or an age.
+
+    An age is a number and a unit, ``m`` (minutes), ``h`` (hours), ``d`` (days) or ``w`` (weeks):
+    ``7d`` is seven days before ``now``.
+
+    Raises:
+        typer.BadParameter: neither form.
+    """
+    m = _SINCE.fullmatch(text.strip())
+    if m:
+        moment = now or datetime.now(UTC)
+        return moment - timedelta(seconds=int(m.group(1)) * _SINCE_UNITS[m.group(2).lower()])
+    try:
+        parsed = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise typer.BadParameter(
+            f"{text!r} is not a date (2026-11-30, 2026-11-30T14:00) or an age (90m, 12h, 7d, 2w)"
+        ) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+_Since = Annotated[
+    str | None,
+    typer.Option(help="Only since this date (2026-11-30, 2026-11-30T14:00 UTC) or age (12h, 7d)."),
+]
+_Runtime = Annotated[
+    str | None, typer.Option(help="Only sessions of this runtime: claude-code, pi or codex.")
+]
+_Project = Annotated[
+    str | None,
+    typer.Option(help="Only sessions whose working directory is this folder or lies under it."),
+]
+
+
+def _project(path: str | None) -> str | None:
+    return None if path is None else str(Path(path).expanduser().absolute())
+
+
 @app.command()
 def sessions(
     ctx: typer.Context,
     limit: Annotated[int, typer.Option(help="At most this many.", min=1)] = 50,
+    runtime: _Runtime = None,
+    project: _Project = None,
+    since: _Since = None,
     full: _FULL = False,
     json: _JSON = False,
 ) -> None:
@@ -299,7 +349,12 @@ def sessions(
     from rich.table import Table
 
     store = open_store(ctx)
-    rows = store.sessions(limit)
+    rows = store.sessions(
+        limit,
+        runtime=runtime,
+        project=_project(project),
+        since=None if since is None else parse_since(since),
+    )
     if json:
         _dump([s.model_dump(mode="json") | {"nodes": store.node_count(s.id)} for s in rows])
         return
@@ -326,6 +381,68 @@ def sessions(
             markup(name(s.parent_session)),
         )
     _console().print(table)
+
+
+def _snippet(hit: SearchHit) -> Text:
+    from rich.text import Text
+
+    text = Text(visible(hit.snippet))
+    for start, end in hit.spans:
+        text.stylize("bold yellow", start, end)
+    return text
+
+
+@app.command()
+def search(
+    ctx: typer.Context,
+    query: Annotated[
+        str,
+        typer.Argument(
+            help='Words that must all occur; "a phrase", prefix* and -exclude are understood.'
+        ),
+    ],
+    session: Annotated[
+        str | None,
+        typer.Option(help="Only this session (id or unique prefix) and its sub-agents."),
+    ] = None,
+    since: _Since = None,
+    runtime: _Runtime = None,
+    project: _Project = None,
+    limit: Annotated[int, typer.Option(help="At most this many hits (1..1000).")] = 20,
+    full: _FULL = False,
+    json: _JSON = False,
+) -> None:
+    """Search what was said in every imported session, best matches first."""
+    from rich.padding import Padding
+    from rich.text import Text
+
+    store = open_store(ctx)
+    sid = None if session is None else resolve_session(store, session).id
+    hits = store.search(
+        query,
+        session=sid,
+        since=None if since is None else parse_since(since),
+        runtime=runtime,
+        project=_project(project),
+        limit=limit,
+    )
+    if json:
+        _dump([h.model_dump(mode="json") for h in hits])
+        return
+    out = _console()
+    if not hits:
+        out.print(visible(f"no match for {query!r}"), markup=False, highlight=False)
+        return
+    sessions_short = {} if full else session_short_forms(store)
+    for h in hits:
+        nodes_short = {} if full else short_forms(store.index(h.session_id).pred)
+        head = Text(f"{h.created_at:%Y-%m-%d %H:%M}  ", style="dim")
+        head.append(h.role.value + (" (rewound)" if h.rewound else ""), style="cyan")
+        head.append(f"  {sessions_short.get(h.session_id, h.session_id)}", style="bold")
+        head.append(f"  {nodes_short.get(h.node_id, h.node_id)}", style="dim")
+        out.print(head)
+        out.print(Padding(_snippet(h), (0, 0, 1, 4)))
+    out.print(f"{len(hits)} hit(s)", highlight=False)
 
 
 def render_tree(store: BaseStore, session: Session, *, full: bool = False) -> Tree:

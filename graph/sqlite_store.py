@@ -28,7 +28,7 @@ from typing import Any
 
 import sqlite_utils
 
-from graph.codec import decode, encode
+from graph.codec import decode, decode_content, encode
 from graph.errors import (
     DuplicateSessionError,
     SchemaVersionError,
@@ -38,9 +38,17 @@ from graph.errors import (
     UnknownSessionError,
 )
 from graph.ids import NodeId, SessionId
-from graph.index import SessionIndex, is_summary_bits, kind_of_bits
-from graph.models import Kind, Session, from_micros, to_micros
-from graph.store import BaseStore, NodeRow, paused_gc
+from graph.index import SessionIndex, is_summary_bits, kind_of_bits, role_of_bits
+from graph.models import Kind, SearchHit, Session, from_micros, to_micros
+from graph.search import (
+    RANKED_CANDIDATES,
+    Query,
+    fts_query,
+    indexed_text,
+    make_snippet,
+    split_marked,
+)
+from graph.store import KEEP_ALL, BaseStore, NodeRow, SessionFilter, paused_gc, session_origin
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SessionStore"]
 
@@ -148,9 +156,57 @@ def _v2_marks_per_value(db: sqlite_utils.Database) -> None:
     db.table("marks").create_index(["session_id", "seq"], index_name="marks_by_session")
 
 
+def _v3_search(db: sqlite_utils.Database) -> None:
+    """Version 3: the full-text index of what was said, and the sessions' runtime and project.
+
+    ``node_text`` is an FTS5 table (rowid = ``nodes.seq``) holding each node's indexed text (see
+    :mod:`graph.search`); ``sessions.runtime`` and ``sessions.project`` hold
+    :func:`graph.store.session_origin` of the metadata, a spawned session taking its parent's when
+    it has none. Both are filled from what the file already stores.
+    """
+    c = db.conn
+    c.execute("ALTER TABLE sessions ADD COLUMN runtime TEXT")
+    c.execute("ALTER TABLE sessions ADD COLUMN project TEXT")
+    c.execute("CREATE INDEX sessions_by_runtime ON sessions (runtime, updated_at)")
+    c.execute("CREATE INDEX sessions_by_project ON sessions (project)")
+    c.execute(
+        "CREATE VIRTUAL TABLE node_text USING fts5(text, tokenize='unicode61 remove_diacritics 2')"
+    )
+    rows = {
+        sid: (decode(meta) if meta else {}, parent)
+        for sid, meta, parent in c.execute("SELECT id, metadata, parent_session FROM sessions")
+    }
+
+    def origin(sid: str) -> tuple[str | None, str | None]:
+        runtime, project = session_origin(rows[sid][0])
+        seen = {sid}
+        parent = rows[sid][1]
+        while parent in rows and parent not in seen and (runtime is None or project is None):
+            seen.add(parent)
+            up_runtime, up_project = session_origin(rows[parent][0])
+            runtime, project = runtime or up_runtime, project or up_project
+            parent = rows[parent][1]
+        return runtime, project
+
+    c.executemany(
+        "UPDATE sessions SET runtime=?, project=? WHERE id=?",
+        [(*origin(sid), sid) for sid in rows],
+    )
+    batch: list[tuple[int, str]] = []
+    for seq, bits, content in c.execute("SELECT seq, bits, content FROM nodes").fetchall():
+        text = indexed_text(kind_of_bits(bits), decode_content(content))
+        if text:
+            batch.append((seq, text))
+        if len(batch) >= 10_000:
+            c.executemany("INSERT INTO node_text (rowid, text) VALUES (?, ?)", batch)
+            batch.clear()
+    c.executemany("INSERT INTO node_text (rowid, text) VALUES (?, ?)", batch)
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v1_tables,
     _v2_marks_per_value,
+    _v3_search,
 ]
 """The schema steps in order: ``MIGRATIONS[i]`` brings a file from version ``i`` to ``i + 1``."""
 
@@ -375,23 +431,99 @@ class SessionStore(BaseStore):
             raise UnknownSessionError(session_id)
         return self._session(row)
 
-    def _db_sessions(self, limit: int | None, parent: str | None) -> list[Session]:
-        where = "WHERE parent_session=?" if parent is not None else ""
-        params: list[Any] = [parent] if parent is not None else []
+    def _db_sessions(
+        self, limit: int | None, parent: str | None, keep: SessionFilter = KEEP_ALL
+    ) -> list[Session]:
+        where, params = self._session_filter(keep)
+        if parent is not None:
+            where.append("parent_session=?")
+            params.append(parent)
+        if keep.since is not None:
+            where.append("updated_at>=?")
+            params.append(keep.since)
         params.append(-1 if limit is None else limit)
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
         with _translated():
             rows = self.conn.execute(
-                f"SELECT {self._SESSION_COLUMNS} FROM sessions {where}"
+                f"SELECT {self._SESSION_COLUMNS} FROM sessions {clause}"
                 " ORDER BY updated_at DESC, id DESC LIMIT ?",
                 params,
             ).fetchall()
         return [self._session(r) for r in rows]
 
+    @staticmethod
+    def _session_filter(
+        keep: SessionFilter, table: str = "sessions"
+    ) -> tuple[list[str], list[Any]]:
+        where: list[str] = []
+        params: list[Any] = []
+        if keep.runtime is not None:
+            where.append(f"{table}.runtime=?")
+            params.append(keep.runtime)
+        if keep.project is not None:
+            root = keep.project.rstrip("/") or "/"
+            where.append(f"({table}.project=? OR substr({table}.project, 1, ?)=?)")
+            prefix = root if root == "/" else root + "/"
+            params += [root, len(prefix), prefix]
+        return where, params
+
+    def _db_search(
+        self,
+        query: Query,
+        sessions: Sequence[str] | None,
+        keep: SessionFilter,
+        limit: int,
+        offset: int,
+    ) -> list[SearchHit]:
+        import orjson
+
+        where, params = self._session_filter(keep, "s")
+        if sessions is not None:
+            where.append("n.session_id IN (SELECT value FROM json_each(?))")
+            params.append(orjson.dumps(list(sessions)).decode())
+        if keep.since is not None:
+            where.append("n.created_at>=?")
+            params.append(keep.since)
+        clause = "".join(f" AND {w}" for w in where)
+        # FTS5 walks matches newest first natively, so the candidates stop at RANKED_CANDIDATES
+        # without scoring or sorting the rest; only those are ranked, and only the page is decoded.
+        sql = (
+            "WITH c AS (SELECT node_text.rowid AS seq, bm25(node_text) AS rank FROM node_text"
+            " JOIN nodes n ON n.seq = node_text.rowid JOIN sessions s ON s.id = n.session_id"
+            f" WHERE node_text MATCH ?{clause} ORDER BY node_text.rowid DESC LIMIT ?)"
+            " SELECT n.id, n.session_id, n.created_at, n.bits, n.content, c.rank,"
+            " EXISTS (SELECT 1 FROM rewound r WHERE r.node_id = n.id)"
+            " FROM c JOIN nodes n ON n.seq = c.seq ORDER BY c.rank, c.seq LIMIT ? OFFSET ?"
+        )
+        args = [fts_query(query), *params, RANKED_CANDIDATES, limit, offset]
+        with _translated():
+            rows = self.conn.execute(sql, args).fetchall()
+        hits = []
+        for nid, sid, created, bits, content, rank, rewound in rows:
+            kind = kind_of_bits(bits)
+            text = indexed_text(kind, decode_content(content))
+            snippet, spans = split_marked(make_snippet(query, text))
+            hits.append(
+                SearchHit.model_construct(
+                    session_id=SessionId(sid),
+                    node_id=NodeId(nid),
+                    created_at=from_micros(created),
+                    kind=kind,
+                    role=role_of_bits(bits),
+                    snippet=snippet,
+                    spans=spans,
+                    rank=float(rank),
+                    rewound=bool(rewound),
+                )
+            )
+        return hits
+
     def _db_insert_session(self, session: Session) -> None:
         try:
             self.conn.execute(
                 "INSERT INTO sessions (id, title, created_at, updated_at, head, rev, spawned_from,"
-                " parent_session, metadata) VALUES (?, ?, ?, ?, NULL, 0, ?, ?, ?)",
+                " parent_session, metadata, runtime, project)"
+                " VALUES (?, ?, ?, ?, NULL, 0, ?, ?, ?, ?, ?)",
                 (
                     session.id,
                     session.title,
@@ -400,6 +532,7 @@ class SessionStore(BaseStore):
                     session.spawned_from,
                     session.parent_session,
                     encode(dict(session.metadata)),
+                    *self._origin(session.metadata, session.parent_session),
                 ),
             )
         except sqlite3.IntegrityError as e:
@@ -414,8 +547,16 @@ class SessionStore(BaseStore):
             if title is not None:
                 self.conn.execute("UPDATE sessions SET title=? WHERE id=?", (title, session_id))
             if metadata is not None:
+                row = self.conn.execute(
+                    "SELECT parent_session FROM sessions WHERE id=?", (session_id,)
+                ).fetchone()
                 self.conn.execute(
-                    "UPDATE sessions SET metadata=? WHERE id=?", (encode(metadata), session_id)
+                    "UPDATE sessions SET metadata=?, runtime=?, project=? WHERE id=?",
+                    (
+                        encode(metadata),
+                        *self._origin(metadata, row[0] if row else None),
+                        session_id,
+                    ),
                 )
 
     def _db_update_session(self, session_id: str, head: str | None, updated_at: int | None) -> int:
@@ -458,6 +599,11 @@ class SessionStore(BaseStore):
                 [r[:7] for r in rows],
             )
             self._advance(rows[0].session_id, "node_seq", "nodes")
+            said = [(r.text, r.id) for r in rows if r.text]
+            if said:
+                self.conn.executemany(
+                    "INSERT INTO node_text (rowid, text) SELECT seq, ? FROM nodes WHERE id=?", said
+                )
             links = [(r.id, i, c) for r in rows for i, c in enumerate(r.covers)]
             if links:
                 self.conn.executemany(
@@ -594,6 +740,11 @@ class SessionStore(BaseStore):
                 c.execute(
                     "DELETE FROM covers WHERE summary_id IN"
                     f" (SELECT id FROM nodes WHERE session_id IN ({marks}))",
+                    chunk,
+                )
+                c.execute(
+                    "DELETE FROM node_text WHERE rowid IN"
+                    f" (SELECT seq FROM nodes WHERE session_id IN ({marks}))",
                     chunk,
                 )
                 for table in ("marks", "rewound", "nodes"):
