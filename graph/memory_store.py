@@ -152,3 +152,9 @@ class MemorySessionStore(BaseStore):
 
     def _db_insert_rewound(self, session_id: str, ids: Sequence[str]) -> None:
         self._rewound[session_id].update(ids)
+
+    def _db_delete_session(self, session_id: str) -> None:
+        for nid in self._order.pop(session_id, []):
+            self._nodes.pop(nid, None)
+        for table in (self._marks, self._rewound, self._sessions):
+            table.pop(session_id, None)

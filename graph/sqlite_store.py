@@ -429,6 +429,17 @@ class SessionStore(BaseStore):
             )
             self._advance(session_id, "rewound_seq", "rewound")
 
+    def _db_delete_session(self, session_id: str) -> None:
+        with _translated():
+            c = self.conn
+            c.execute(
+                "DELETE FROM covers WHERE summary_id IN (SELECT id FROM nodes WHERE session_id=?)",
+                (session_id,),
+            )
+            for table in ("marks", "rewound", "nodes"):
+                c.execute(f"DELETE FROM {table} WHERE session_id=?", (session_id,))
+            c.execute("DELETE FROM sessions WHERE id=?", (session_id,))
+
 
 def _chunks(ids: Sequence[str]) -> Iterator[list[str]]:
     for i in range(0, len(ids), _CHUNK):

@@ -256,6 +256,10 @@ class BaseStore(ABC):
     def _db_insert_rewound(self, session_id: str, ids: Sequence[str]) -> None:
         """Stamp nodes rewound."""
 
+    def _db_delete_session(self, session_id: str) -> None:
+        """Delete one session with its nodes, covers links, markers and rewound stamps."""
+        raise NotImplementedError(f"{type(self).__name__} cannot delete sessions")
+
     # ---------------------------------------------------------------- the index
 
     def index(self, session_id: str) -> SessionIndex:
@@ -407,6 +411,28 @@ class BaseStore(ABC):
     def spawns(self, session_id: str) -> list[Session]:
         """Return the sessions spawned from nodes of ``session_id``, most recently updated first."""
         return self._db_sessions(None, session_id)
+
+    def delete_session(self, session_id: str) -> list[SessionId]:
+        """Delete a session and, recursively, the sessions spawned from it, in one transaction.
+
+        Nodes, covers links, markers and rewound stamps go with their session. This is the one
+        deletion the store offers (a checkpointer's ``delete_thread``, a user's "forget this").
+
+        Returns:
+            The ids of the deleted sessions, ``session_id`` first.
+
+        Raises:
+            UnknownSessionError: no such session; nothing is deleted.
+        """
+        with self.atomic():
+            self._db_session(session_id)
+            doomed = [SessionId(session_id)]
+            for sid in doomed:
+                doomed.extend(s.id for s in self.spawns(sid) if s.id not in doomed)
+            for sid in reversed(doomed):
+                self._db_delete_session(sid)
+                self._cache.pop(sid, None)
+            return doomed
 
     # ---------------------------------------------------------------- appends
 
