@@ -52,6 +52,7 @@ worker threads).
 
 from __future__ import annotations
 
+import asyncio
 import random
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -397,6 +398,17 @@ class _MemoryPayloads(_Payloads):
         return [r for r in self.checkpoints.values() if r.run_id in wanted]
 
 
+def _rethread(node_id: str, src: str, dst: str, session_id: str) -> str:
+    """The id of ``node_id``'s copy when thread ``src`` is copied to ``dst`` (into ``session_id``).
+
+    The saver's ids start with their session's id, which starts with the thread id; a node some
+    other writer added to the session keeps its id under ``"<session>/x/"``.
+    """
+    if node_id.startswith((src + "/", src + "#")):
+        return dst + node_id[len(src) :]
+    return f"{session_id}/x/{node_id}"
+
+
 def _text(content: Any) -> str:
     """The text of a LangChain message content (a string, or a list of parts)."""
     if isinstance(content, str):
@@ -425,6 +437,9 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         store: The session store (:class:`~graph.sqlite_store.SessionStore` or
             :class:`~graph.memory_store.MemorySessionStore`).
         serde: LangGraph's serializer for payloads; LangGraph's default (JsonPlus) when None.
+        spawn_wait: Seconds a subgraph's first checkpoint waits for its parent's checkpoint to be
+            stored (LangGraph puts them from different background workers, in either order), so
+            that its session can be spawned from that checkpoint's node.
 
     Raises:
         TypeError: the store is of a kind that cannot hold checkpoint payloads.
@@ -435,10 +450,18 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         >>> # graph = builder.compile(checkpointer=saver)
     """
 
-    def __init__(self, store: BaseStore, *, serde: SerializerProtocol | None = None) -> None:
+    def __init__(
+        self,
+        store: BaseStore,
+        *,
+        serde: SerializerProtocol | None = None,
+        spawn_wait: float = 1.0,
+    ) -> None:
         super().__init__(serde=serde)
         self.store = store
         self._lock = threading.RLock()
+        self._stored = threading.Condition(self._lock)
+        self.spawn_wait = spawn_wait
         self._payloads: _Payloads
         self._after_commit = isinstance(store, MemorySessionStore)
         if isinstance(store, SessionStore):
@@ -554,6 +577,23 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
 
     # ------------------------------------------------------------------ writes
 
+    def _parent_ready(self, config: RunnableConfig, metadata: CheckpointMetadata) -> bool:
+        """False while a new namespace's parent checkpoint (``metadata["parents"]``) is not stored."""
+        conf = config["configurable"]
+        ns = str(conf.get("checkpoint_ns", ""))
+        if not ns:
+            return True
+        thread = str(conf["thread_id"])
+        parent_ns = ns.rsplit("|", 1)[0] if "|" in ns else ""
+        parent_cid = (metadata.get("parents") or {}).get(parent_ns)
+        if not parent_cid or self._payloads.get(thread, parent_ns, parent_cid) is not None:
+            return True
+        try:
+            self.store.session(session_id_of(thread, ns))
+        except GraphError:
+            return False
+        return True
+
     def _session(self, thread: str, ns: str, metadata: CheckpointMetadata) -> str:
         """Return the session of (thread, namespace), creating (or spawning) it when missing."""
         sid = session_id_of(thread, ns)
@@ -596,7 +636,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         cid = checkpoint["id"]
         moment = _when(checkpoint.get("ts", ""))
         chain: str | None = parent.node_id if parent is not None else None
-        before = dict(parent.messages) if parent is not None else {}
+        inherited = parent.messages if parent is not None else self._spawning(sid, metadata)
+        before = dict(inherited)
         values = checkpoint.get("channel_values") or {}
         nodes: list[Node] = []
         listed: list[tuple[str, str]] = []
@@ -617,10 +658,10 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
 
         messages = values.get("messages")
         if not isinstance(messages, list):
-            listed = list(parent.messages) if parent is not None else []
+            listed = list(inherited)
         else:
             present = {getattr(m, "id", None) for m in messages}
-            removed = [n for m, n in (parent.messages if parent else ()) if m not in present]
+            removed = [n for m, n in inherited if m not in present and n in idx.pred]
             if removed:
                 span = self._span(idx, removed, chain)
                 if span:
@@ -681,6 +722,22 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             },
         )
         return nodes, tuple(listed)
+
+    def _spawning(self, sid: str, metadata: CheckpointMetadata) -> tuple[tuple[str, str], ...]:
+        """The messages of the checkpoint a namespace's session was spawned from (its input).
+
+        A subgraph starts with its parent's messages; they stay nodes of the parent's session.
+        """
+        info = self.store.session(sid).metadata.get("langgraph") or {}
+        ns = str(info.get("checkpoint_ns", ""))
+        if not ns:
+            return ()
+        parent_ns = ns.rsplit("|", 1)[0] if "|" in ns else ""
+        parent_cid = (metadata.get("parents") or {}).get(parent_ns)
+        if not parent_cid:
+            return ()
+        row = self._payloads.get(str(info.get("thread_id")), parent_ns, parent_cid)
+        return row.messages if row is not None else ()
 
     @staticmethod
     def _span(idx: Any, removed: list[str], chain: str | None) -> list[str]:
@@ -779,8 +836,22 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         Raises:
             GraphError: the store refused the write (nothing is stored).
         """
-        with self._lock:
-            row, _ = self._put_row(config, checkpoint, get_checkpoint_metadata(config, metadata))
+        return self._put(config, checkpoint, metadata, wait=True)
+
+    def _put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        *,
+        wait: bool,
+    ) -> RunnableConfig:
+        meta = get_checkpoint_metadata(config, metadata)
+        with self._stored:
+            if wait and not self._parent_ready(config, meta):
+                self._stored.wait_for(lambda: self._parent_ready(config, meta), self.spawn_wait)
+            row, _ = self._put_row(config, checkpoint, meta)
+            self._stored.notify_all()
         return {
             "configurable": {
                 "thread_id": row.thread_id,
@@ -908,10 +979,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                     old_sid, new_sid = session_id_of(src, ns), session_id_of(dst, ns)
                     self._copy_session(old_sid, new_sid, src, dst, ns)
 
-                    def moved(nid: str, old: str = old_sid, new: str = new_sid) -> str:
-                        return (
-                            new + nid[len(old) :] if nid.startswith(old + "/") else f"{new}/x/{nid}"
-                        )
+                    def moved(nid: str, new: str = new_sid) -> str:
+                        return _rethread(nid, src, dst, new)
 
                     rows = list(self._payloads.rows(src, ns, None, None))
                     got = self._payloads.writes([(src, ns, r.checkpoint_id) for r in rows])
@@ -949,32 +1018,16 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         meta = {"langgraph": {"thread_id": dst, "checkpoint_ns": ns, "copied_from": src}}
         title = f"LangGraph thread {dst}" + (f" {ns}" if ns else "")
         spawned = source.spawned_from
-        if spawned is not None and source.parent_session is not None:
-            parent_sid = (
-                session_id_of(dst, "")
-                if "|" not in ns
-                else session_id_of(dst, ns.rsplit("|", 1)[0])
-            )
-            old_parent = source.parent_session
-            new_from = (
-                parent_sid + spawned[len(old_parent) :]
-                if spawned.startswith(old_parent + "/")
-                else None
-            )
-            if new_from is not None and new_from in self.store.index(parent_sid).pred:
-                self.store.spawn(parent_sid, new_from, id=new_sid, title=title, metadata=meta)
-            else:
-                self.store.create_session(title, id=new_sid, metadata=meta)
+        parent_sid = session_id_of(dst, ns.rsplit("|", 1)[0] if "|" in ns else "")
+        new_from = _rethread(spawned, src, dst, parent_sid) if spawned else None
+        if new_from is not None and new_from in self.store.index(parent_sid).pred:
+            self.store.spawn(parent_sid, new_from, id=new_sid, title=title, metadata=meta)
         else:
             self.store.create_session(title, id=new_sid, metadata=meta)
         idx = self.store.index(old_sid)
 
         def moved(nid: str) -> NodeId:
-            return NodeId(
-                new_sid + nid[len(old_sid) :]
-                if nid.startswith(old_sid + "/")
-                else f"{new_sid}/x/{nid}"
-            )
+            return NodeId(_rethread(nid, src, dst, new_sid))
 
         nodes = []
         for n in self.store.nodes(old_sid, list(idx.pred)):
@@ -1017,8 +1070,13 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """Async :meth:`put`."""
-        return self.put(config, checkpoint, metadata, new_versions)
+        """Async :meth:`put` (a subgraph's first checkpoint awaits its parent's, see ``spawn_wait``)."""
+        meta = get_checkpoint_metadata(config, metadata)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.spawn_wait
+        while not self._parent_ready(config, meta) and loop.time() < deadline:
+            await asyncio.sleep(0.001)
+        return self._put(config, checkpoint, metadata, wait=False)
 
     async def aput_writes(
         self,
