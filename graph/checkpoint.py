@@ -860,6 +860,54 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             }
         }
 
+    def put_stored(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        parent_id: str | None,
+        stored: tuple[str, bytes],
+        metadata: CheckpointMetadata,
+    ) -> int:
+        """Store a checkpoint as another saver serialized it (the import path); return nodes added.
+
+        The payload bytes are kept as given; the checkpoint is decoded only to read its id, time
+        and messages. Storing a checkpoint again replaces its payload and adds no node.
+
+        Raises:
+            GraphError: the store refused the write (nothing is stored).
+            Exception: LangGraph's serializer cannot decode the payload.
+        """
+        checkpoint = self.serde.loads_typed(stored)
+        conf: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
+        if parent_id:
+            conf["checkpoint_id"] = parent_id
+        with self._stored:
+            _, added = self._put_row({"configurable": conf}, checkpoint, metadata, stored)
+            self._stored.notify_all()
+        return added
+
+    def put_stored_writes(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        writes: Sequence[tuple[str, str, int, str, str, bytes]],
+    ) -> None:
+        """Store pending writes as another saver serialized them (the import path).
+
+        Args:
+            writes: ``(task_id, task_path, idx, channel, type, value bytes)`` each; an index already
+                stored keeps its write.
+        """
+        key = (thread_id, checkpoint_ns, checkpoint_id)
+        rows = [_Write(*w) for w in writes]
+        with self._lock:
+            if self._after_commit:
+                self._payloads.put_writes(key, rows, False)
+            else:
+                with self.store.atomic():
+                    self._payloads.put_writes(key, rows, False)
+
     def put_writes(
         self,
         config: RunnableConfig,
