@@ -53,6 +53,7 @@ worker threads).
 from __future__ import annotations
 
 import asyncio
+import builtins
 import random
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -169,8 +170,23 @@ _COLUMNS = (
 
 
 def _row(r: Sequence[Any]) -> _Row:
-    msgs = tuple(tuple(p.split("\x00", 1)) for p in r[11].split("\x01")) if r[11] else ()
-    return _Row(*r[:11], messages=cast(tuple[tuple[str, str], ...], msgs))
+    msgs = (
+        tuple((m, n) for m, n in (p.split("\x00", 1) for p in r[11].split("\x01"))) if r[11] else ()
+    )
+    return _Row(
+        thread_id=r[0],
+        checkpoint_ns=r[1],
+        checkpoint_id=r[2],
+        parent_id=r[3],
+        session_id=r[4],
+        node_id=r[5],
+        type=r[6],
+        checkpoint=r[7],
+        metadata_type=r[8],
+        metadata=r[9],
+        run_id=r[10],
+        messages=msgs,
+    )
 
 
 def _msgs(row: _Row) -> str:
@@ -480,7 +496,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
 
     # ------------------------------------------------------------------ reads
 
-    def _tuple(self, row: _Row, writes: list[_Write] | None) -> CheckpointTuple:
+    def _tuple(self, row: _Row, writes: builtins.list[_Write] | None) -> CheckpointTuple:
         config: RunnableConfig = {
             "configurable": {
                 "thread_id": row.thread_id,
@@ -559,7 +575,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         cid = conf.get("checkpoint_id")
         before_id = get_checkpoint_id(before) if before else None
         with self._lock:
-            picked: list[tuple[_Row, Any]] = []
+            picked: builtins.list[tuple[_Row, Any]] = []
             for row in self._payloads.rows(thread, ns, cid, before_id):
                 if limit is not None and len(picked) >= limit:
                     break
@@ -630,7 +646,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         node_id: str,
         parent: _Row | None,
-    ) -> tuple[list[Node], tuple[tuple[str, str], ...]]:
+    ) -> tuple[builtins.list[Node], tuple[tuple[str, str], ...]]:
         """The nodes one checkpoint adds (messages, a summary, the checkpoint) and its message list."""
         idx = self.store.index(sid)
         cid = checkpoint["id"]
@@ -639,8 +655,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         inherited = parent.messages if parent is not None else self._spawning(sid, metadata)
         before = dict(inherited)
         values = checkpoint.get("channel_values") or {}
-        nodes: list[Node] = []
-        listed: list[tuple[str, str]] = []
+        nodes: builtins.list[Node] = []
+        listed: builtins.list[tuple[str, str]] = []
 
         def add(node_id: str, **fields: Any) -> None:
             nonlocal chain
@@ -704,7 +720,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                     content=_text(m.content),
                     metadata={"langgraph": info},
                 )
-                new_ids.add(nid)
+                new_ids.add(NodeId(nid))
                 listed.append((mid, nid))
         source, step = metadata.get("source"), metadata.get("step")
         add(
@@ -740,13 +756,13 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         return row.messages if row is not None else ()
 
     @staticmethod
-    def _span(idx: Any, removed: list[str], chain: str | None) -> list[str]:
+    def _span(idx: Any, removed: builtins.list[str], chain: str | None) -> builtins.list[str]:
         """The unbroken span of ``chain``'s branch from the first to the last removed message.
 
         Empty when the removed messages are not all on that branch or kept messages lie between.
         """
         wanted = set(removed)
-        path: list[str] = []
+        path: builtins.list[str] = []
         n = chain
         while n is not None and n not in wanted:
             n = idx.pred.get(n)
@@ -942,7 +958,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
 
     # ------------------------------------------------------------------ deletion and copies
 
-    def _sessions_of(self, thread: str) -> list[str]:
+    def _sessions_of(self, thread: str) -> builtins.list[str]:
         sids = {session_id_of(thread, ns) for ns in self._payloads.namespaces(thread)}
         try:
             self.store.session(thread)
@@ -1020,8 +1036,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         """
         src, dst = str(source_thread_id), str(target_thread_id)
         with self._lock:
-            copies: list[_Row] = []
-            writes: dict[tuple[str, str, str], list[_Write]] = {}
+            copies: builtins.list[_Row] = []
+            writes: dict[tuple[str, str, str], builtins.list[_Write]] = {}
             with self.store.atomic():
                 for ns in self._payloads.namespaces(src):
                     old_sid, new_sid = session_id_of(src, ns), session_id_of(dst, ns)
@@ -1050,7 +1066,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                 self._store_copies(copies, writes)
 
     def _store_copies(
-        self, rows: list[_Row], writes: dict[tuple[str, str, str], list[_Write]]
+        self, rows: builtins.list[_Row], writes: dict[tuple[str, str, str], builtins.list[_Write]]
     ) -> None:
         for r in rows:
             self._payloads.put(r)
