@@ -61,6 +61,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, cast
 
+import orjson
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
@@ -170,9 +171,7 @@ _COLUMNS = (
 
 
 def _row(r: Sequence[Any]) -> _Row:
-    msgs = (
-        tuple((m, n) for m, n in (p.split("\x00", 1) for p in r[11].split("\x01"))) if r[11] else ()
-    )
+    msgs = tuple((str(m), str(n)) for m, n in orjson.loads(r[11]))
     return _Row(
         thread_id=r[0],
         checkpoint_ns=r[1],
@@ -189,8 +188,8 @@ def _row(r: Sequence[Any]) -> _Row:
     )
 
 
-def _msgs(row: _Row) -> str:
-    return "\x01".join(f"{m}\x00{n}" for m, n in row.messages)
+def _msgs(row: _Row) -> bytes:
+    return orjson.dumps(row.messages)
 
 
 class _SqlitePayloads(_Payloads):
@@ -204,7 +203,7 @@ class _SqlitePayloads(_Payloads):
                 " checkpoint_ns TEXT NOT NULL, checkpoint_id TEXT NOT NULL,"
                 " parent_checkpoint_id TEXT, session_id TEXT NOT NULL, node_id TEXT NOT NULL,"
                 " type TEXT NOT NULL, checkpoint BLOB NOT NULL, metadata_type TEXT NOT NULL,"
-                " metadata BLOB NOT NULL, run_id TEXT, messages TEXT NOT NULL,"
+                " metadata BLOB NOT NULL, run_id TEXT, messages BLOB NOT NULL,"
                 " PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)) WITHOUT ROWID"
             )
             self.conn.execute(
