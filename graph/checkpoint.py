@@ -56,7 +56,7 @@ import asyncio
 import builtins
 import random
 import threading
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, cast
@@ -80,7 +80,7 @@ from graph.ids import NodeId, SessionId
 from graph.memory_store import MemorySessionStore
 from graph.models import Kind, Node, Role
 from graph.sqlite_store import SessionStore
-from graph.store import BaseStore
+from graph.store import HEAD, BaseStore
 
 __all__ = ["SessionGraphSaver", "session_id_of"]
 
@@ -125,9 +125,6 @@ class _Payloads:
     """Where a store keeps checkpoint payloads and pending writes (SQLite tables or dicts)."""
 
     def get(self, thread: str, ns: str, cid: str) -> _Row | None:
-        raise NotImplementedError
-
-    def by_node(self, node_id: str) -> _Row | None:
         raise NotImplementedError
 
     def latest_id(self, thread: str, ns: str) -> str | None:
@@ -207,12 +204,6 @@ class _SqlitePayloads(_Payloads):
                 " PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)) WITHOUT ROWID"
             )
             self.conn.execute(
-                "CREATE INDEX IF NOT EXISTS lg_checkpoints_by_node ON lg_checkpoints (node_id)"
-            )
-            self.conn.execute(
-                "CREATE INDEX IF NOT EXISTS lg_checkpoints_by_run ON lg_checkpoints (run_id)"
-            )
-            self.conn.execute(
                 "CREATE TABLE IF NOT EXISTS lg_writes (thread_id TEXT NOT NULL,"
                 " checkpoint_ns TEXT NOT NULL, checkpoint_id TEXT NOT NULL, task_id TEXT NOT NULL,"
                 " task_path TEXT NOT NULL, idx INTEGER NOT NULL, channel TEXT NOT NULL,"
@@ -225,12 +216,6 @@ class _SqlitePayloads(_Payloads):
             f"SELECT {_COLUMNS} FROM lg_checkpoints WHERE thread_id=? AND checkpoint_ns=?"
             " AND checkpoint_id=?",
             (thread, ns, cid),
-        ).fetchone()
-        return None if r is None else _row(r)
-
-    def by_node(self, node_id: str) -> _Row | None:
-        r = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM lg_checkpoints WHERE node_id=?", (node_id,)
         ).fetchone()
         return None if r is None else _row(r)
 
@@ -351,15 +336,10 @@ class _MemoryPayloads(_Payloads):
 
     def __init__(self) -> None:
         self.checkpoints: dict[tuple[str, str, str], _Row] = {}
-        self.nodes: dict[str, tuple[str, str, str]] = {}
         self.pending: dict[tuple[str, str, str], dict[tuple[str, int], _Write]] = {}
 
     def get(self, thread: str, ns: str, cid: str) -> _Row | None:
         return self.checkpoints.get((thread, ns, cid))
-
-    def by_node(self, node_id: str) -> _Row | None:
-        key = self.nodes.get(node_id)
-        return None if key is None else self.checkpoints.get(key)
 
     def latest_id(self, thread: str, ns: str) -> str | None:
         ids = [k[2] for k in self.checkpoints if k[0] == thread and k[1] == ns]
@@ -385,7 +365,6 @@ class _MemoryPayloads(_Payloads):
     def put(self, row: _Row) -> None:
         key = (row.thread_id, row.checkpoint_ns, row.checkpoint_id)
         self.checkpoints[key] = row
-        self.nodes[row.node_id] = key
 
     def put_writes(self, key: tuple[str, str, str], writes: list[_Write], replace: bool) -> None:
         stored = self.pending.setdefault(key, {})
@@ -400,9 +379,7 @@ class _MemoryPayloads(_Payloads):
 
     def delete(self, keys: Sequence[tuple[str, str, str]]) -> None:
         for k in keys:
-            row = self.checkpoints.pop(k, None)
-            if row is not None:
-                self.nodes.pop(row.node_id, None)
+            self.checkpoints.pop(k, None)
             self.pending.pop(k, None)
 
     def delete_thread(self, thread: str) -> None:
@@ -475,6 +452,10 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         super().__init__(serde=serde)
         self.store = store
         self._lock = threading.RLock()
+        self._known: set[str] = set()
+        """Sessions already checked to be this saver's threads."""
+        self._recent: dict[tuple[str, str, str], _Row] = {}
+        """The last checkpoints put, payloads dropped: the usual parents of the next puts."""
         self._stored = threading.Condition(self._lock)
         self.spawn_wait = spawn_wait
         self._payloads: _Payloads
@@ -495,7 +476,9 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
 
     # ------------------------------------------------------------------ reads
 
-    def _tuple(self, row: _Row, writes: builtins.list[_Write] | None) -> CheckpointTuple:
+    def _tuple(
+        self, row: _Row, writes: builtins.list[_Write] | None, metadata: Any = None
+    ) -> CheckpointTuple:
         config: RunnableConfig = {
             "configurable": {
                 "thread_id": row.thread_id,
@@ -516,7 +499,9 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         return CheckpointTuple(
             config=config,
             checkpoint=self.serde.loads_typed((row.type, row.checkpoint)),
-            metadata=self.serde.loads_typed((row.metadata_type, row.metadata)),
+            metadata=metadata
+            if metadata is not None
+            else self.serde.loads_typed((row.metadata_type, row.metadata)),
             parent_config=parent,
             pending_writes=[
                 (w.task_id, w.channel, self.serde.loads_typed((w.type, w.value))) for w in pending
@@ -546,7 +531,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             head = self.store.index(sid).head
         except GraphError:
             return None
-        row = self._payloads.by_node(head) if head is not None else None
+        cid = self._head_checkpoint(sid, head)
+        row = self._payloads.get(thread, ns, cid) if cid is not None else None
         if row is None or row.thread_id != thread:
             latest = self._payloads.latest_id(thread, ns)
             row = None if latest is None else self._payloads.get(thread, ns, latest)
@@ -585,7 +571,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             keys = [(r.thread_id, r.checkpoint_ns, r.checkpoint_id) for r, _ in picked]
             writes = self._payloads.writes(keys)
             out = [
-                self._tuple(row, writes.get(key))._replace(metadata=meta)
+                self._tuple(row, writes.get(key), meta)
                 for (row, meta), key in zip(picked, keys, strict=True)
             ]
         yield from out
@@ -612,6 +598,12 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
     def _session(self, thread: str, ns: str, metadata: CheckpointMetadata) -> str:
         """Return the session of (thread, namespace), creating (or spawning) it when missing."""
         sid = session_id_of(thread, ns)
+        if sid in self._known:
+            try:
+                self.store.index(sid)
+                return sid
+            except GraphError:
+                self._known.discard(sid)
         try:
             session = self.store.session(sid)
         except GraphError:
@@ -622,6 +614,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                 raise InvalidWriteError(
                     f"session {sid!r} exists and is not LangGraph thread {thread!r}"
                 )
+            self._known.add(sid)
             return sid
         meta = {"langgraph": {"thread_id": thread, "checkpoint_ns": ns}}
         title = f"LangGraph thread {thread}" + (f" {ns}" if ns else "")
@@ -634,8 +627,10 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                 self.store.spawn(
                     parent.session_id, parent.node_id, id=sid, title=title, metadata=meta
                 )
+                self._known.add(sid)
                 return sid
         self.store.create_session(title, id=sid, metadata=meta)
+        self._known.add(sid)
         return sid
 
     def _graph_nodes(
@@ -795,7 +790,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         with self.store.atomic():
             sid = self._session(thread, ns, metadata)
             node_id = f"{sid}/{cid}"
-            old = self._payloads.get(thread, ns, cid)
+            idx = self.store.index(sid)
+            old = self._payloads.get(thread, ns, cid) if node_id in idx.pred else None
             if old is not None:
                 row = replace(
                     old,
@@ -806,16 +802,20 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                     run_id=metadata.get("run_id"),
                 )
             else:
-                parent = self._payloads.get(thread, ns, parent_id) if parent_id else None
-                idx = self.store.index(sid)
+                parent = self._parent(thread, ns, parent_id, idx.pred) if parent_id else None
                 head = idx.head
-                latest = self._payloads.latest_id(thread, ns)
+                latest = self._head_checkpoint(sid, head)
+                if latest is None:
+                    latest = self._payloads.latest_id(thread, ns)
                 nodes, listed = self._graph_nodes(sid, checkpoint, metadata, node_id, parent)
-                if node_id in idx.pred:
-                    nodes = []  # payload deleted earlier (pruned), node kept: re-put the payload
-                added = len(self.store.add_nodes(sid, nodes))
-                if latest is None or cid > latest:
-                    self.store.set_head(sid, node_id, expected=head)
+                moves = latest is None or cid > latest
+                if node_id in idx.pred:  # payload deleted earlier (pruned), node kept
+                    if moves:
+                        self.store.set_head(sid, node_id, expected=head)
+                else:
+                    # the compare (is this checkpoint after the head's?) and the swap happen in
+                    # this one write transaction, against the head as it is stored now
+                    added = len(self.store.add_nodes(sid, nodes, head=node_id if moves else HEAD))
                 row = _Row(
                     thread,
                     ns,
@@ -834,7 +834,30 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                 self._payloads.put(row)
         if self._after_commit:
             self._payloads.put(row)
+        self._remember(row)
         return row, added
+
+    def _parent(self, thread: str, ns: str, cid: str, nodes: Mapping[str, Any]) -> _Row | None:
+        """The parent checkpoint's row (from the recent puts when its node is still stored)."""
+        key = (thread, ns, cid)
+        row = self._recent.get(key)
+        if row is not None and row.node_id in nodes:
+            return row
+        return self._payloads.get(thread, ns, cid)
+
+    def _remember(self, row: _Row) -> None:
+        if len(self._recent) >= 256:
+            self._recent.clear()
+        key = (row.thread_id, row.checkpoint_ns, row.checkpoint_id)
+        self._recent[key] = replace(row, checkpoint=b"", metadata=b"")
+
+    @staticmethod
+    def _head_checkpoint(sid: str, head: str | None) -> str | None:
+        """The checkpoint id of the head when the head is a checkpoint node (``<session>/<id>``)."""
+        if head is None or not head.startswith(sid + "/"):
+            return None
+        rest = head[len(sid) + 1 :]
+        return None if "/" in rest else rest
 
     def put(
         self,
@@ -970,6 +993,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         """Delete the thread: its sessions (nodes, markers), checkpoints and writes."""
         thread = str(thread_id)
         with self._lock:
+            self._known.clear()
+            self._recent.clear()
             with self.store.atomic():
                 for sid in self._sessions_of(thread):
                     try:
@@ -987,6 +1012,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         """Delete these checkpoints' payloads and writes; heads move to the latest checkpoint left."""
         keys = [(r.thread_id, r.checkpoint_ns, r.checkpoint_id) for r in rows]
         doomed = set(keys)
+        for key in keys:
+            self._recent.pop(key, None)
         with self.store.atomic():
             for thread, ns in sorted({(r.thread_id, r.checkpoint_ns) for r in rows}):
                 left = [
