@@ -17,10 +17,11 @@ The mapping:
   last of the message nodes this checkpoint added after the parent. A checkpoint without a parent is
   a root.
 - The **latest checkpoint** (the greatest ``checkpoint_id``, LangGraph's order) is the session's
-  durable head. A put moves the head with the store's compare-and-swan
-  (``set_head(expected=...)``) inside the transaction that stores the checkpoint, and only forward
-  in checkpoint order, so two processes putting checkpoints on one thread never lose one and leave
-  the head on the latest.
+  durable head. A put compares and swaps inside the one write transaction that stores the
+  checkpoint: it reads the head as stored (another process's commit included, the store's write
+  lock being held), and moves it to the new checkpoint only when that one is later. So two processes
+  putting checkpoints on one thread never lose one, and the head ends on the latest. (A payload put
+  again onto a node that is still stored moves the head with ``set_head(expected=...)``.)
 - A put whose parent is not the latest checkpoint (time travel from an earlier checkpoint, an
   ``update_state`` on one) makes a **fork**: the parent's node gets a second child.
 - ``copy_thread`` writes a **copy** of every session of the thread under the target thread, ids
@@ -431,7 +432,12 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         serde: LangGraph's serializer for payloads; LangGraph's default (JsonPlus) when None.
         spawn_wait: Seconds a subgraph's first checkpoint waits for its parent's checkpoint to be
             stored (LangGraph puts them from different background workers, in either order), so
-            that its session can be spawned from that checkpoint's node.
+            that its session can be spawned from that checkpoint's node. 0 does not wait (the
+            session is then a plain one when the parent's checkpoint is not stored yet).
+
+    On the in-memory store, payloads are written to the saver's dicts after the store's transaction
+    commits, so a caller's enclosing :meth:`~graph.store.BaseStore.atomic` block that rolls back
+    takes the nodes back but not the payloads; on SQLite both share one transaction.
 
     Raises:
         TypeError: the store is of a kind that cannot hold checkpoint payloads.
@@ -1164,7 +1170,10 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         meta = get_checkpoint_metadata(config, metadata)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.spawn_wait
-        while not self._parent_ready(config, meta) and loop.time() < deadline:
+        while loop.time() < deadline:
+            with self._lock:
+                if self._parent_ready(config, meta):
+                    break
             await asyncio.sleep(0.001)
         return self._put(config, checkpoint, metadata, wait=False)
 

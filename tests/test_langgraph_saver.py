@@ -392,3 +392,24 @@ def test_two_processes_putting_on_one_thread_lose_nothing(tmp_path: Path) -> Non
         assert parent_of[later].get("checkpoint_id") == earlier
     assert parent_of[branch[0]] == {}
     assert len(store.index("shared")) == 50
+
+
+def test_the_import_command_reads_a_checkpoint_database(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    db = tmp_path / "checkpoints.sqlite"
+    conn = sqlite3.connect(db, check_same_thread=False)
+    _turn(_build(SqliteSaver(conn)), {"configurable": {"thread_id": "cli"}}, "hi", "h")
+    conn.close()
+    cmd = [sys.executable, "-c", "from graph.cli import main; main()", "--db"]
+    cmd += [str(tmp_path / "s.db"), "import", str(db), "--json"]
+    got = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert got.returncode == 0, got.stderr
+    assert '"format": "langgraph"' in got.stdout.replace('":"', '": "')
+    store = SessionStore(tmp_path / "s.db")
+    assert _texts(store.pending("cli", "memory", "ws")) == [
+        "hi",
+        "looked up hi",
+        "echo looked up hi",
+    ]
