@@ -413,3 +413,20 @@ def test_the_import_command_reads_a_checkpoint_database(tmp_path: Path) -> None:
         "looked up hi",
         "echo looked up hi",
     ]
+
+
+def test_a_thread_id_taken_by_another_session_is_refused_and_nothing_is_stored(
+    tmp_path: Path,
+) -> None:
+    from langgraph.checkpoint.conformance.test_utils import generate_checkpoint
+
+    from graph import InvalidWriteError
+
+    store = SessionStore(tmp_path / "s.db")
+    store.create_session("a transcript", id="taken")
+    saver = SessionGraphSaver(store)
+    config = {"configurable": {"thread_id": "taken", "checkpoint_ns": ""}}
+    with pytest.raises(InvalidWriteError, match="taken"):
+        saver.put(config, generate_checkpoint(), {"source": "input", "step": -1}, {})
+    assert saver.get_tuple(config) is None
+    assert store.stats("taken").nodes == 0
