@@ -4,7 +4,8 @@
 imports it with its format's ``import_file``, one transaction per file: a file that fails leaves
 nothing behind and the others still import. Re-importing changes nothing; a grown file adds only its
 new entries. Formats: :mod:`~graph.importers.claude_code`, :mod:`~graph.importers.pi`,
-:mod:`~graph.importers.codex`, and the session bundles of :mod:`graph.bundle`.
+:mod:`~graph.importers.codex`, the session bundles of :mod:`graph.bundle`, and LangGraph
+``SqliteSaver`` checkpoint databases (:mod:`~graph.importers.langgraph`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import orjson
 
-from graph.importers import claude_code, codex, pi
+from graph.importers import claude_code, codex, langgraph, pi
 from graph.importers.report import FileReport, ImportReport, TranscriptError
 from graph.store import BaseStore
 
@@ -33,7 +34,7 @@ __all__ = [
     "transcript_files",
 ]
 
-FORMATS = ("claude-code", "pi", "codex", "bundle")
+FORMATS = ("claude-code", "pi", "codex", "bundle", "langgraph")
 """The formats :func:`detect_format` tells apart."""
 
 Progress = Callable[[int, int, Path], None]
@@ -66,7 +67,7 @@ def detect_format(path: Path) -> str:
     ``sessionId`` or entry types makes it Claude Code, then pi entries without a header (v1).
 
     Returns:
-        ``"claude-code"``, ``"pi"``, ``"codex"`` or ``"bundle"``.
+        ``"claude-code"``, ``"pi"``, ``"codex"``, ``"bundle"`` or ``"langgraph"``.
 
     Raises:
         TranscriptError: no entry of the first lines looks like any of them.
@@ -75,6 +76,8 @@ def detect_format(path: Path) -> str:
     path = Path(path)
     if _is_bundle(path):
         return "bundle"
+    if langgraph.is_checkpoint_db(path):
+        return "langgraph"
     claude = pi_entries = False
     with path.open("rb") as f:
         for _, raw in zip(range(50), f, strict=False):
@@ -181,6 +184,7 @@ def import_file(store: BaseStore, path: Path, fmt: str | None = None) -> FileRep
         "claude-code": claude_code.import_file,
         "pi": pi.import_file,
         "codex": codex.import_file,
+        "langgraph": langgraph.import_file,
     }
     if fmt in readers:
         return readers[fmt](store, path)

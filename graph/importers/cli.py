@@ -167,7 +167,7 @@ def import_command(
     ] = False,
     json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
-    """Import Claude Code, pi and Codex transcripts (and session bundles) into the store.
+    """Import Claude Code, pi and Codex transcripts (and session bundles, LangGraph SqliteSaver databases).
 
     With no PATH, the runtimes' default directories on this machine (~/.claude/projects,
     ~/.pi/agent/sessions, ~/.codex/sessions). Re-importing changes nothing; grown files add only

@@ -1,0 +1,278 @@
+"""SessionGraphSaver against LangGraph's SqliteSaver and AsyncSqliteSaver on the same forked history.
+
+Subject (issue 15). Every saver stores the same threads: a chain of checkpoints, each adding one
+LangChain message to the ``messages`` channel (the full list is in every checkpoint, as
+``add_messages`` leaves it), with a time-travel fork from three quarters of the way that goes on
+for a quarter of the chain. Full mode: 20 threads of 400 + 100 checkpoints; quick mode: 5 threads
+of 80 + 20. Each checkpoint has two pending writes. All three are files in WAL mode with
+``synchronous=NORMAL`` (the store's setting; SqliteSaver's own default is FULL, which would only
+slow it down). Compared, in the same run, round-robin:
+
+* ``put``: storing a new thread's whole forked history (checkpoints and their writes), per
+  checkpoint; for SessionGraphSaver that includes the message nodes, the head move and the payloads;
+* ``get_tuple`` of the latest checkpoint of a thread (no ``checkpoint_id``);
+* ``get_tuple`` by id (ids spread over the history);
+* ``list`` of a thread (every checkpoint, decoded, with its writes).
+
+The async savers run each measurement as one coroutine on one event loop (20 calls per read run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import aiosqlite  # noqa: E402
+from _harness import Alt, Bench, parse_args, scratch_db, scratch_dir  # noqa: E402
+from langchain_core.messages import AIMessage, HumanMessage  # noqa: E402
+from langgraph.checkpoint.base import empty_checkpoint  # noqa: E402
+from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver  # noqa: E402
+
+from graph import SessionStore  # noqa: E402
+from graph.checkpoint import SessionGraphSaver  # noqa: E402
+
+_T0 = datetime(2025, 1, 1, tzinfo=UTC)
+READS = 20
+"""Calls per timed run of a read (so the async loop's overhead is spread over them)."""
+
+Step = tuple[dict[str, Any], dict[str, Any], dict[str, Any], list[tuple[str, Any]]]
+"""(parent config, checkpoint, metadata, writes) of one put."""
+
+
+def history(thread: str, chain: int, extra: int, shape: str = "messages") -> list[Step]:
+    """The puts of one thread: ``chain`` checkpoints, then ``extra`` forking at 3/4 of the chain.
+
+    ``shape`` ``"messages"``: every checkpoint holds the whole message list so far (``add_messages``);
+    ``"small"``: it holds only its own turn's text in a plain channel (no messages channel).
+    """
+    out: list[Step] = []
+    messages: list[Any] = []
+    lists: dict[str, list[Any]] = {}
+    parent: str | None = None
+    serial = 0
+
+    def put(parent: str | None, msgs: list[Any], step: int) -> str:
+        nonlocal serial
+        serial += 1
+        cid = f"1ef00000-0000-6000-{'8' if step < chain else '9'}000-{serial:012d}"
+        cp: Any = empty_checkpoint()
+        cp["id"] = cid
+        cp["ts"] = (_T0 + timedelta(seconds=serial)).isoformat()
+        cp["channel_values"] = (
+            {"messages": list(msgs)} if shape == "messages" else {"turn": str(msgs[-1].content)}
+        )
+        cp["channel_versions"] = {"messages": f"{serial:032}.0"}
+        config: dict[str, Any] = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+        if parent is not None:
+            config["configurable"]["checkpoint_id"] = parent
+        writes = [("messages", msgs[-1:]), ("branch:to:model", None)]
+        out.append((config, cp, {"source": "loop", "step": step, "parents": {}}, writes))
+        lists[cid] = list(msgs)
+        return cid
+
+    def message(i: int, fork: bool) -> Any:
+        side = "fork " if fork else ""
+        text = f"{side}turn {i}: the quick brown fox jumps over the lazy dog"
+        mid = f"{thread}-{'f' if fork else 'm'}{i}"
+        return HumanMessage(text, id=mid) if i % 2 == 0 else AIMessage(text, id=mid)
+
+    ids = []
+    for i in range(chain):
+        messages.append(message(i, False))
+        parent = put(parent, messages, i)
+        ids.append(parent)
+    at = ids[chain * 3 // 4]
+    parent, messages = at, list(lists[at])
+    for j in range(extra):
+        messages.append(message(j, True))
+        parent = put(parent, messages, chain + j)
+    return out
+
+
+def _sync_put(saver: Any, steps: list[Step]) -> None:
+    for config, cp, meta, writes in steps:
+        stored = saver.put(config, cp, meta, {"messages": cp["channel_versions"]["messages"]})
+        saver.put_writes(stored, writes, "task-1")
+
+
+async def _async_put(saver: Any, steps: list[Step]) -> None:
+    for config, cp, meta, writes in steps:
+        stored = await saver.aput(
+            config, cp, meta, {"messages": cp["channel_versions"]["messages"]}
+        )
+        await saver.aput_writes(stored, writes, "task-1")
+
+
+def _compare(
+    bench: Bench, shape: str, directory: Path, sizes: tuple[int, int, int], run: Any
+) -> None:
+    """Time the four operations of one state shape on its own files."""
+    threads, chain, extra = sizes
+    per_thread = chain + extra
+    ours = SessionGraphSaver(SessionStore(scratch_db(directory, f"lg-{shape}-ours.db")))
+    conn = sqlite3.connect(scratch_db(directory, f"lg-{shape}-sqlite.db"), check_same_thread=False)
+    peer = SqliteSaver(conn)
+    peer.setup()
+    conn.execute("PRAGMA synchronous=NORMAL")
+    full_conn = sqlite3.connect(
+        scratch_db(directory, f"lg-{shape}-sqlite-full.db"), check_same_thread=False
+    )
+    peer_full = SqliteSaver(full_conn)  # as shipped: synchronous=FULL
+    peer_full.setup()
+
+    async def open_async() -> AsyncSqliteSaver:  # it must be made inside the running loop
+        path = scratch_db(directory, f"lg-{shape}-async.db")
+        return AsyncSqliteSaver(await aiosqlite.connect(path))
+
+    apeer = run(open_async())
+    run(apeer.setup())
+    run(apeer.conn.execute("PRAGMA synchronous=NORMAL"))
+    with bench.timed(f"generate and store the threads ({shape})"):
+        for t in range(threads):
+            steps = history(f"t{t}", chain, extra, shape)
+            _sync_put(ours, steps)
+            _sync_put(peer, steps)
+            run(_async_put(apeer, steps))
+    fresh = {"n": 0}
+    pending: dict[str, list[Step]] = {}
+
+    def setup(name: str) -> Callable[[], None]:
+        def go() -> None:
+            fresh["n"] += 1
+            pending[name] = history(f"{name}-{fresh['n']}", chain, extra, shape)
+
+        return go
+
+    g = f"put ({shape}): a thread's forked history, 2 writes per checkpoint"
+    bench.compare(
+        g,
+        per_thread,
+        [
+            Alt(
+                "SessionGraphSaver.put",
+                lambda: _sync_put(ours, pending["o"]),
+                setup("o"),
+                per_thread,
+            ),
+            Alt("SqliteSaver.put", lambda: _sync_put(peer, pending["p"]), setup("p"), per_thread),
+            Alt(
+                "SqliteSaver.put (as shipped: synchronous=FULL)",
+                lambda: _sync_put(peer_full, pending["f"]),
+                setup("f"),
+                per_thread,
+            ),
+            Alt(
+                "AsyncSqliteSaver.aput",
+                lambda: run(_async_put(apeer, pending["a"])),
+                setup("a"),
+                per_thread,
+            ),
+            Alt(
+                "SessionGraphSaver.aput",
+                lambda: run(_async_put(ours, pending["oa"])),
+                setup("oa"),
+                per_thread,
+            ),
+        ],
+    )
+    latest: Any = {"configurable": {"thread_id": "t0", "checkpoint_ns": ""}}
+    every = [st[1]["id"] for st in history("t0", chain, extra, shape)]
+    by_id: list[Any] = [
+        {"configurable": {"thread_id": "t0", "checkpoint_ns": "", "checkpoint_id": c}}
+        for c in every[:: max(1, per_thread // READS)][:READS]
+    ]
+    for saver in (ours, peer):
+        assert saver.get_tuple(latest) is not None
+        assert all(saver.get_tuple(c) is not None for c in by_id)
+    assert len(list(ours.list(latest))) == len(list(peer.list(latest))) == per_thread
+
+    def reads(saver: Any, configs: list[Any]) -> Callable[[], None]:
+        def go() -> None:
+            for c in configs:
+                saver.get_tuple(c)
+
+        return go
+
+    def areads(saver: Any, configs: list[Any]) -> Callable[[], None]:
+        async def many() -> None:
+            for c in configs:
+                await saver.aget_tuple(c)
+
+        return lambda: run(many())
+
+    groups = {
+        "latest": f"get_tuple ({shape}): the latest checkpoint",
+        "by id": f"get_tuple ({shape}): by checkpoint_id",
+    }
+    for key, configs in (("latest", [latest] * READS), ("by id", by_id)):
+        n = len(configs)
+        bench.compare(
+            groups[key],
+            per_thread,
+            [
+                Alt("SessionGraphSaver.get_tuple", reads(ours, configs), per=n),
+                Alt("SqliteSaver.get_tuple", reads(peer, configs), per=n),
+                Alt("AsyncSqliteSaver.aget_tuple", areads(apeer, configs), per=n),
+                Alt("SessionGraphSaver.aget_tuple", areads(ours, configs), per=n),
+            ],
+        )
+
+    async def alist(saver: Any) -> int:
+        return len([t async for t in saver.alist(latest)])
+
+    lg = f"list ({shape}): every checkpoint of a thread"
+    bench.compare(
+        lg,
+        per_thread,
+        [
+            Alt("SessionGraphSaver.list", lambda: list(ours.list(latest)), per=per_thread),
+            Alt("SqliteSaver.list", lambda: list(peer.list(latest)), per=per_thread),
+            Alt("AsyncSqliteSaver.alist", lambda: run(alist(apeer)), per=per_thread),
+            Alt("SessionGraphSaver.alist", lambda: run(alist(ours)), per=per_thread),
+        ],
+    )
+    for group, base, bound, op in (
+        (g, "SqliteSaver.put", 1.0, "<="),
+        (groups["latest"], "SqliteSaver.get_tuple", 2.0, ">="),
+        (groups["by id"], "SqliteSaver.get_tuple", 2.0, ">="),
+        (lg, "SqliteSaver.list", 2.0, ">="),
+    ):
+        name = "SessionGraphSaver." + base.split(".", 1)[1]
+        ratio = bench.ratio(group, name, base, per_thread)
+        if op == ">=":
+            bench.target(f"{group}: SqliteSaver / ours (x faster)", 1 / ratio, op, bound)
+        else:
+            bench.target(f"{group}: ours / SqliteSaver (time ratio)", ratio, op, bound)
+    shipped = bench.ratio(
+        g, "SessionGraphSaver.put", "SqliteSaver.put (as shipped: synchronous=FULL)", per_thread
+    )
+    bench.target(f"{g}: ours / SqliteSaver as shipped (time ratio)", shipped, "<=", 1.0)
+    run(apeer.conn.close())
+    conn.close()
+    full_conn.close()
+    ours.store.close()
+
+
+def main(argv: list[str] | None = None) -> dict[str, object]:
+    """Run the comparison and return the JSON-shaped results."""
+    args = parse_args(__doc__.splitlines()[0], argv)
+    sizes = (3, 40, 10) if args.quick else (20, 400, 100)
+    bench = Bench("LangGraph savers: SessionGraphSaver vs SqliteSaver", args.quick, args.repeats)
+    loop = asyncio.new_event_loop()
+    with scratch_dir(args.dir) as directory:
+        for shape in ("messages", "small"):
+            _compare(bench, shape, Path(directory), sizes, loop.run_until_complete)
+    loop.close()
+    return bench.finish(args.json)
+
+
+if __name__ == "__main__":
+    main()

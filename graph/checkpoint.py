@@ -1,0 +1,1204 @@
+"""A LangGraph checkpointer on the session store: LangGraph threads kept as session graphs.
+
+:class:`SessionGraphSaver` is a ``langgraph.checkpoint.base.BaseCheckpointSaver`` (install the
+``sessiongraph[langgraph]`` extra) over any :class:`~graph.store.BaseStore` that can hold its
+checkpoint payloads: the SQLite :class:`~graph.sqlite_store.SessionStore` (payload tables in the same
+file, written in the same transaction as the nodes) and the in-memory
+:class:`~graph.memory_store.MemorySessionStore`.
+
+The mapping:
+
+- A **thread** is a session whose id is the ``thread_id``. A **checkpoint namespace** (a subgraph,
+  ``"node:task"``, nested with ``|``) is a session of its own, id ``"<thread_id>#<checkpoint_ns>"``,
+  spawned from the node of its parent namespace's checkpoint (``metadata["parents"]``) when that is
+  stored, a plain session otherwise.
+- A **checkpoint** is an ``event`` node (role ``system``, id ``"<session>/<checkpoint_id>"``) whose
+  branch leads back to its parent checkpoint's node: its predecessor is the parent checkpoint, or the
+  last of the message nodes this checkpoint added after the parent. A checkpoint without a parent is
+  a root.
+- The **latest checkpoint** (the greatest ``checkpoint_id``, LangGraph's order) is the session's
+  durable head. A put compares and swaps inside the one write transaction that stores the
+  checkpoint: it reads the head as stored (another process's commit included, the store's write
+  lock being held), and moves it to the new checkpoint only when that one is later. So two processes
+  putting checkpoints on one thread never lose one, and the head ends on the latest. (A payload put
+  again onto a node that is still stored moves the head with ``set_head(expected=...)``.)
+- A put whose parent is not the latest checkpoint (time travel from an earlier checkpoint, an
+  ``update_state`` on one) makes a **fork**: the parent's node gets a second child.
+- ``copy_thread`` writes a **copy** of every session of the thread under the target thread, ids
+  rewritten, with ``metadata["langgraph"]["copied_from"]`` naming the source thread. Markers are not
+  copied: the copy reads as unwritten, like any session copied elsewhere.
+- The ``messages`` channel (LangChain messages merged by ``add_messages``) becomes **message nodes**.
+  Each message id not in the parent checkpoint's list is a new node (id ``"<session>/m/<message id>"``,
+  or ``.../m/<message id>@<checkpoint_id>`` when a regenerated message of that id already sits on
+  another branch), following the previous node of the checkpoint's branch. Roles: human -> user,
+  ai -> assistant, system -> system, tool -> tool; text parts of list contents are joined. Messages of
+  the parent's list that are missing from the checkpoint's (``RemoveMessage``, a summarization step)
+  are covered by an inline **compaction summary** whose text is the state's ``summary`` channel when
+  it is a string. The message nodes are never deleted, so ``pending()``, ``pending_by_tip()`` and the
+  memory writer work on a LangGraph thread exactly as on an imported transcript. A message edited in
+  place (same id, new content) keeps its first node: node content is immutable.
+- Checkpoint payloads are kept as LangGraph's serializer wrote them (``serde.dumps_typed``): the
+  checkpoint, its metadata and each pending write, never re-encoded into the store's codec.
+
+Deletion: ``delete_thread`` and ``prune(strategy="delete")`` delete the thread's sessions
+(:meth:`~graph.store.BaseStore.delete_session`). ``delete_for_runs`` and ``prune(strategy=
+"keep_latest")`` delete checkpoint payloads and their writes but keep the nodes, which are the
+conversation's record (later checkpoints' nodes descend from them); the head moves to the latest
+checkpoint left.
+
+The async methods run the same short local transactions as the sync ones, on the calling thread; a
+lock serializes the saver's use of its store across threads (LangGraph calls ``put_writes`` from
+worker threads).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import random
+import threading
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any, cast
+
+import orjson
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_checkpoint_metadata,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from graph.errors import GraphError, InvalidWriteError
+from graph.ids import NodeId, SessionId
+from graph.memory_store import MemorySessionStore
+from graph.models import Kind, Node, Role
+from graph.sqlite_store import SessionStore
+from graph.store import HEAD, BaseStore
+
+__all__ = ["SessionGraphSaver", "session_id_of"]
+
+_ROLES = {"human": Role.USER, "ai": Role.ASSISTANT, "system": Role.SYSTEM, "tool": Role.TOOL}
+
+
+def session_id_of(thread_id: str, checkpoint_ns: str = "") -> str:
+    """Return the id of the session that holds ``thread_id``'s checkpoints of ``checkpoint_ns``."""
+    return thread_id if not checkpoint_ns else f"{thread_id}#{checkpoint_ns}"
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One stored checkpoint: its place in the graph and LangGraph's serialized payloads."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_id: str | None
+    session_id: str
+    node_id: str
+    type: str
+    checkpoint: bytes
+    metadata_type: str
+    metadata: bytes
+    run_id: str | None
+    messages: tuple[tuple[str, str], ...]
+    """(message id, node id) of the checkpoint's ``messages`` list, in list order."""
+
+
+@dataclass(frozen=True)
+class _Write:
+    task_id: str
+    task_path: str
+    idx: int
+    channel: str
+    type: str
+    value: bytes
+
+
+class _Payloads:
+    """Where a store keeps checkpoint payloads and pending writes (SQLite tables or dicts)."""
+
+    def get(self, thread: str, ns: str, cid: str) -> _Row | None:
+        raise NotImplementedError
+
+    def latest_id(self, thread: str, ns: str) -> str | None:
+        raise NotImplementedError
+
+    def rows(
+        self, thread: str | None, ns: str | None, cid: str | None, before: str | None
+    ) -> Iterator[_Row]:
+        """Rows matching, greatest checkpoint id first."""
+        raise NotImplementedError
+
+    def namespaces(self, thread: str) -> list[str]:
+        raise NotImplementedError
+
+    def put(self, row: _Row) -> None:
+        raise NotImplementedError
+
+    def put_writes(self, key: tuple[str, str, str], writes: list[_Write], replace: bool) -> None:
+        raise NotImplementedError
+
+    def writes(
+        self, keys: Sequence[tuple[str, str, str]]
+    ) -> dict[tuple[str, str, str], list[_Write]]:
+        raise NotImplementedError
+
+    def delete(self, keys: Sequence[tuple[str, str, str]]) -> None:
+        """Delete these checkpoints and their writes."""
+        raise NotImplementedError
+
+    def delete_thread(self, thread: str) -> None:
+        raise NotImplementedError
+
+    def run_rows(self, run_ids: Sequence[str]) -> list[_Row]:
+        raise NotImplementedError
+
+
+_COLUMNS = (
+    "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, session_id, node_id, type,"
+    " checkpoint, metadata_type, metadata, run_id, messages"
+)
+
+
+def _row(r: Sequence[Any]) -> _Row:
+    msgs = tuple((str(m), str(n)) for m, n in orjson.loads(r[11]))
+    return _Row(
+        thread_id=r[0],
+        checkpoint_ns=r[1],
+        checkpoint_id=r[2],
+        parent_id=r[3],
+        session_id=r[4],
+        node_id=r[5],
+        type=r[6],
+        checkpoint=r[7],
+        metadata_type=r[8],
+        metadata=r[9],
+        run_id=r[10],
+        messages=msgs,
+    )
+
+
+def _msgs(row: _Row) -> bytes:
+    return orjson.dumps(row.messages)
+
+
+class _SqlitePayloads(_Payloads):
+    """Two tables in the store's SQLite file, written on the store's connection and transaction."""
+
+    def __init__(self, store: SessionStore) -> None:
+        self.conn = store.conn
+        with store.atomic():
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS lg_checkpoints (thread_id TEXT NOT NULL,"
+                " checkpoint_ns TEXT NOT NULL, checkpoint_id TEXT NOT NULL,"
+                " parent_checkpoint_id TEXT, session_id TEXT NOT NULL, node_id TEXT NOT NULL,"
+                " type TEXT NOT NULL, checkpoint BLOB NOT NULL, metadata_type TEXT NOT NULL,"
+                " metadata BLOB NOT NULL, run_id TEXT, messages BLOB NOT NULL,"
+                " PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)) WITHOUT ROWID"
+            )
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS lg_writes (thread_id TEXT NOT NULL,"
+                " checkpoint_ns TEXT NOT NULL, checkpoint_id TEXT NOT NULL, task_id TEXT NOT NULL,"
+                " task_path TEXT NOT NULL, idx INTEGER NOT NULL, channel TEXT NOT NULL,"
+                " type TEXT NOT NULL, value BLOB NOT NULL,"
+                " PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)) WITHOUT ROWID"
+            )
+
+    def get(self, thread: str, ns: str, cid: str) -> _Row | None:
+        r = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM lg_checkpoints WHERE thread_id=? AND checkpoint_ns=?"
+            " AND checkpoint_id=?",
+            (thread, ns, cid),
+        ).fetchone()
+        return None if r is None else _row(r)
+
+    def latest_id(self, thread: str, ns: str) -> str | None:
+        r = self.conn.execute(
+            "SELECT max(checkpoint_id) FROM lg_checkpoints WHERE thread_id=? AND checkpoint_ns=?",
+            (thread, ns),
+        ).fetchone()
+        return cast(str | None, r[0])
+
+    def rows(
+        self, thread: str | None, ns: str | None, cid: str | None, before: str | None
+    ) -> Iterator[_Row]:
+        where, params = [], []
+        for column, value, op in (
+            ("thread_id", thread, "="),
+            ("checkpoint_ns", ns, "="),
+            ("checkpoint_id", cid, "="),
+            ("checkpoint_id", before, "<"),
+        ):
+            if value is not None:
+                where.append(f"{column}{op}?")
+                params.append(value)
+        sql = f"SELECT {_COLUMNS} FROM lg_checkpoints"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        for r in self.conn.execute(sql + " ORDER BY checkpoint_id DESC", params).fetchall():
+            yield _row(r)
+
+    def namespaces(self, thread: str) -> list[str]:
+        got = self.conn.execute(
+            "SELECT DISTINCT checkpoint_ns FROM lg_checkpoints WHERE thread_id=?", (thread,)
+        ).fetchall()
+        return sorted(r[0] for r in got)
+
+    def put(self, row: _Row) -> None:
+        self.conn.execute(
+            f"INSERT OR REPLACE INTO lg_checkpoints ({_COLUMNS}) VALUES"
+            " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                row.thread_id,
+                row.checkpoint_ns,
+                row.checkpoint_id,
+                row.parent_id,
+                row.session_id,
+                row.node_id,
+                row.type,
+                row.checkpoint,
+                row.metadata_type,
+                row.metadata,
+                row.run_id,
+                _msgs(row),
+            ),
+        )
+
+    def put_writes(self, key: tuple[str, str, str], writes: list[_Write], replace: bool) -> None:
+        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+        self.conn.executemany(
+            f"{verb} INTO lg_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path,"
+            " idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(*key, w.task_id, w.task_path, w.idx, w.channel, w.type, w.value) for w in writes],
+        )
+
+    def writes(
+        self, keys: Sequence[tuple[str, str, str]]
+    ) -> dict[tuple[str, str, str], list[_Write]]:
+        out: dict[tuple[str, str, str], list[_Write]] = {}
+        if not keys:
+            return out
+        if len(keys) == 1:
+            cur = self.conn.execute(
+                "SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel,"
+                " type, value FROM lg_writes WHERE thread_id=? AND checkpoint_ns=?"
+                " AND checkpoint_id=?",
+                keys[0],
+            )
+        else:
+            threads = sorted({k[0] for k in keys})
+            cur = self.conn.execute(
+                "SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel,"
+                " type, value FROM lg_writes WHERE thread_id IN"
+                f" ({','.join('?' * len(threads))})",
+                threads,
+            )
+        wanted = set(keys)
+        for r in cur:
+            k = (r[0], r[1], r[2])
+            if k in wanted:
+                out.setdefault(k, []).append(_Write(*r[3:]))
+        return out
+
+    def delete(self, keys: Sequence[tuple[str, str, str]]) -> None:
+        for table in ("lg_checkpoints", "lg_writes"):
+            self.conn.executemany(
+                f"DELETE FROM {table} WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=?",
+                keys,
+            )
+
+    def delete_thread(self, thread: str) -> None:
+        for table in ("lg_checkpoints", "lg_writes"):
+            self.conn.execute(f"DELETE FROM {table} WHERE thread_id=?", (thread,))
+
+    def run_rows(self, run_ids: Sequence[str]) -> list[_Row]:
+        if not run_ids:
+            return []
+        return [
+            _row(r)
+            for r in self.conn.execute(
+                f"SELECT {_COLUMNS} FROM lg_checkpoints WHERE run_id IN"
+                f" ({','.join('?' * len(run_ids))})",
+                list(run_ids),
+            ).fetchall()
+        ]
+
+
+class _MemoryPayloads(_Payloads):
+    """Dicts beside a :class:`MemorySessionStore`; the saver writes them after the store commits."""
+
+    def __init__(self) -> None:
+        self.checkpoints: dict[tuple[str, str, str], _Row] = {}
+        self.pending: dict[tuple[str, str, str], dict[tuple[str, int], _Write]] = {}
+
+    def get(self, thread: str, ns: str, cid: str) -> _Row | None:
+        return self.checkpoints.get((thread, ns, cid))
+
+    def latest_id(self, thread: str, ns: str) -> str | None:
+        ids = [k[2] for k in self.checkpoints if k[0] == thread and k[1] == ns]
+        return max(ids, default=None)
+
+    def rows(
+        self, thread: str | None, ns: str | None, cid: str | None, before: str | None
+    ) -> Iterator[_Row]:
+        got = [
+            r
+            for (t, n, c), r in self.checkpoints.items()
+            if (thread is None or t == thread)
+            and (ns is None or n == ns)
+            and (cid is None or c == cid)
+            and (before is None or c < before)
+        ]
+        got.sort(key=lambda r: r.checkpoint_id, reverse=True)
+        yield from got
+
+    def namespaces(self, thread: str) -> list[str]:
+        return sorted({k[1] for k in self.checkpoints if k[0] == thread})
+
+    def put(self, row: _Row) -> None:
+        key = (row.thread_id, row.checkpoint_ns, row.checkpoint_id)
+        self.checkpoints[key] = row
+
+    def put_writes(self, key: tuple[str, str, str], writes: list[_Write], replace: bool) -> None:
+        stored = self.pending.setdefault(key, {})
+        for w in writes:
+            if replace or (w.task_id, w.idx) not in stored:
+                stored[(w.task_id, w.idx)] = w
+
+    def writes(
+        self, keys: Sequence[tuple[str, str, str]]
+    ) -> dict[tuple[str, str, str], list[_Write]]:
+        return {k: list(self.pending[k].values()) for k in keys if self.pending.get(k)}
+
+    def delete(self, keys: Sequence[tuple[str, str, str]]) -> None:
+        for k in keys:
+            self.checkpoints.pop(k, None)
+            self.pending.pop(k, None)
+
+    def delete_thread(self, thread: str) -> None:
+        self.delete([k for k in set(self.checkpoints) | set(self.pending) if k[0] == thread])
+
+    def run_rows(self, run_ids: Sequence[str]) -> list[_Row]:
+        wanted = set(run_ids)
+        return [r for r in self.checkpoints.values() if r.run_id in wanted]
+
+
+def _rethread(node_id: str, src: str, dst: str, session_id: str) -> str:
+    """The id of ``node_id``'s copy when thread ``src`` is copied to ``dst`` (into ``session_id``).
+
+    The saver's ids start with their session's id, which starts with the thread id; a node some
+    other writer added to the session keeps its id under ``"<session>/x/"``.
+    """
+    if node_id.startswith((src + "/", src + "#")):
+        return dst + node_id[len(src) :]
+    return f"{session_id}/x/{node_id}"
+
+
+def _text(content: Any) -> str:
+    """The text of a LangChain message content (a string, or a list of parts)."""
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    if isinstance(content, list):
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+    return "\n".join(parts)
+
+
+def _when(ts: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(ts)
+    except (TypeError, ValueError):
+        return None
+
+
+class SessionGraphSaver(BaseCheckpointSaver[str]):
+    """A LangGraph checkpointer that stores threads as session graphs (the mapping: module docstring).
+
+    Args:
+        store: The session store (:class:`~graph.sqlite_store.SessionStore` or
+            :class:`~graph.memory_store.MemorySessionStore`).
+        serde: LangGraph's serializer for payloads; LangGraph's default (JsonPlus) when None.
+        spawn_wait: Seconds a subgraph's first checkpoint waits for its parent's checkpoint to be
+            stored (LangGraph puts them from different background workers, in either order), so
+            that its session can be spawned from that checkpoint's node. 0 does not wait (the
+            session is then a plain one when the parent's checkpoint is not stored yet).
+
+    On the in-memory store, payloads are written to the saver's dicts after the store's transaction
+    commits, so a caller's enclosing :meth:`~graph.store.BaseStore.atomic` block that rolls back
+    takes the nodes back but not the payloads; on SQLite both share one transaction.
+
+    Raises:
+        TypeError: the store is of a kind that cannot hold checkpoint payloads.
+
+    Example:
+        >>> from graph import SessionStore
+        >>> saver = SessionGraphSaver(SessionStore(":memory:"))
+        >>> # graph = builder.compile(checkpointer=saver)
+    """
+
+    def __init__(
+        self,
+        store: BaseStore,
+        *,
+        serde: SerializerProtocol | None = None,
+        spawn_wait: float = 1.0,
+    ) -> None:
+        super().__init__(serde=serde)
+        self.store = store
+        self._lock = threading.RLock()
+        self._known: set[str] = set()
+        """Sessions already checked to be this saver's threads."""
+        self._recent: dict[tuple[str, str, str], _Row] = {}
+        """The last checkpoints put, payloads dropped: the usual parents of the next puts."""
+        self._stored = threading.Condition(self._lock)
+        self.spawn_wait = spawn_wait
+        self._payloads: _Payloads
+        self._after_commit = isinstance(store, MemorySessionStore)
+        if isinstance(store, SessionStore):
+            self._payloads = _SqlitePayloads(store)
+        elif isinstance(store, MemorySessionStore):
+            self._payloads = _MemoryPayloads()
+        else:
+            raise TypeError(f"SessionGraphSaver cannot keep payloads in a {type(store).__name__}")
+
+    # ------------------------------------------------------------------ versions
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        """Return the next channel version: ``"<counter>.<random>"`` strings that sort in order."""
+        n = 0 if current is None else int(str(current).split(".")[0])
+        return f"{n + 1:032}.{random.random():016}"
+
+    # ------------------------------------------------------------------ reads
+
+    def _tuple(
+        self, row: _Row, writes: builtins.list[_Write] | None, metadata: Any = None
+    ) -> CheckpointTuple:
+        config: RunnableConfig = {
+            "configurable": {
+                "thread_id": row.thread_id,
+                "checkpoint_ns": row.checkpoint_ns,
+                "checkpoint_id": row.checkpoint_id,
+            }
+        }
+        parent: RunnableConfig | None = None
+        if row.parent_id is not None:
+            parent = {
+                "configurable": {
+                    "thread_id": row.thread_id,
+                    "checkpoint_ns": row.checkpoint_ns,
+                    "checkpoint_id": row.parent_id,
+                }
+            }
+        pending = sorted(writes or (), key=lambda w: (w.task_path, w.task_id, w.idx))
+        return CheckpointTuple(
+            config=config,
+            checkpoint=self.serde.loads_typed((row.type, row.checkpoint)),
+            metadata=metadata
+            if metadata is not None
+            else self.serde.loads_typed((row.metadata_type, row.metadata)),
+            parent_config=parent,
+            pending_writes=[
+                (w.task_id, w.channel, self.serde.loads_typed((w.type, w.value))) for w in pending
+            ],
+        )
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Return the checkpoint of ``config`` (its ``checkpoint_id``, else the head), or None."""
+        conf = config["configurable"]
+        thread, ns = str(conf["thread_id"]), conf.get("checkpoint_ns", "")
+        cid = get_checkpoint_id(config)
+        with self._lock:
+            row: _Row | None = None
+            if cid:
+                row = self._payloads.get(thread, ns, cid)
+            else:
+                row = self._latest(thread, ns)
+            if row is None:
+                return None
+            key = (row.thread_id, row.checkpoint_ns, row.checkpoint_id)
+            return self._tuple(row, self._payloads.writes([key]).get(key))
+
+    def _latest(self, thread: str, ns: str) -> _Row | None:
+        """The head's checkpoint (the latest), or the greatest id if the head is elsewhere."""
+        sid = session_id_of(thread, ns)
+        try:
+            head = self.store.index(sid).head
+        except GraphError:
+            return None
+        cid = self._head_checkpoint(sid, head)
+        row = self._payloads.get(thread, ns, cid) if cid is not None else None
+        if row is None or row.thread_id != thread:
+            latest = self._payloads.latest_id(thread, ns)
+            row = None if latest is None else self._payloads.get(thread, ns, latest)
+        return row
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Yield checkpoints, greatest checkpoint id first.
+
+        Args:
+            config: ``thread_id`` (and ``checkpoint_ns``, ``checkpoint_id``) to narrow to; None: all.
+            filter: Metadata keys that must equal these values.
+            before: Only checkpoints with an id below this config's ``checkpoint_id``.
+            limit: At most this many.
+        """
+        conf = config["configurable"] if config else {}
+        thread = str(conf["thread_id"]) if conf.get("thread_id") is not None else None
+        ns = conf.get("checkpoint_ns")
+        cid = conf.get("checkpoint_id")
+        before_id = get_checkpoint_id(before) if before else None
+        with self._lock:
+            picked: builtins.list[tuple[_Row, Any]] = []
+            for row in self._payloads.rows(thread, ns, cid, before_id):
+                if limit is not None and len(picked) >= limit:
+                    break
+                meta = self.serde.loads_typed((row.metadata_type, row.metadata))
+                if filter and any(meta.get(k) != v for k, v in filter.items()):
+                    continue
+                picked.append((row, meta))
+            keys = [(r.thread_id, r.checkpoint_ns, r.checkpoint_id) for r, _ in picked]
+            writes = self._payloads.writes(keys)
+            out = [
+                self._tuple(row, writes.get(key), meta)
+                for (row, meta), key in zip(picked, keys, strict=True)
+            ]
+        yield from out
+
+    # ------------------------------------------------------------------ writes
+
+    def _parent_ready(self, config: RunnableConfig, metadata: CheckpointMetadata) -> bool:
+        """False while a new namespace's parent checkpoint (``metadata["parents"]``) is not stored."""
+        conf = config["configurable"]
+        ns = str(conf.get("checkpoint_ns", ""))
+        if not ns:
+            return True
+        thread = str(conf["thread_id"])
+        parent_ns = ns.rsplit("|", 1)[0] if "|" in ns else ""
+        parent_cid = (metadata.get("parents") or {}).get(parent_ns)
+        if not parent_cid or self._payloads.get(thread, parent_ns, parent_cid) is not None:
+            return True
+        try:
+            self.store.session(session_id_of(thread, ns))
+        except GraphError:
+            return False
+        return True
+
+    def _session(self, thread: str, ns: str, metadata: CheckpointMetadata) -> str:
+        """Return the session of (thread, namespace), creating (or spawning) it when missing."""
+        sid = session_id_of(thread, ns)
+        if sid in self._known:
+            try:
+                self.store.index(sid)
+                return sid
+            except GraphError:
+                self._known.discard(sid)
+        try:
+            session = self.store.session(sid)
+        except GraphError:
+            session = None
+        if session is not None:
+            info = session.metadata.get("langgraph")
+            if not isinstance(info, dict) or info.get("thread_id") != thread:
+                raise InvalidWriteError(
+                    f"session {sid!r} exists and is not LangGraph thread {thread!r}"
+                )
+            self._known.add(sid)
+            return sid
+        meta = {"langgraph": {"thread_id": thread, "checkpoint_ns": ns}}
+        title = f"LangGraph thread {thread}" + (f" {ns}" if ns else "")
+        if ns:
+            parent_ns = ns.rsplit("|", 1)[0] if "|" in ns else ""
+            parents = metadata.get("parents") or {}
+            parent_cid = parents.get(parent_ns)
+            parent = self._payloads.get(thread, parent_ns, parent_cid) if parent_cid else None
+            if parent is not None:
+                self.store.spawn(
+                    parent.session_id, parent.node_id, id=sid, title=title, metadata=meta
+                )
+                self._known.add(sid)
+                return sid
+        self.store.create_session(title, id=sid, metadata=meta)
+        self._known.add(sid)
+        return sid
+
+    def _graph_nodes(
+        self,
+        sid: str,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        node_id: str,
+        parent: _Row | None,
+    ) -> tuple[builtins.list[Node], tuple[tuple[str, str], ...]]:
+        """The nodes one checkpoint adds (messages, a summary, the checkpoint) and its message list."""
+        idx = self.store.index(sid)
+        cid = checkpoint["id"]
+        moment = _when(checkpoint.get("ts", ""))
+        chain: str | None = parent.node_id if parent is not None else None
+        inherited = parent.messages if parent is not None else self._spawning(sid, metadata)
+        before = dict(inherited)
+        values = checkpoint.get("channel_values") or {}
+        nodes: builtins.list[Node] = []
+        listed: builtins.list[tuple[str, str]] = []
+
+        def add(node_id: str, **fields: Any) -> None:
+            nonlocal chain
+            kwargs = {"created_at": moment} if moment is not None else {}
+            nodes.append(
+                Node(
+                    id=NodeId(node_id),
+                    session_id=SessionId(sid),
+                    predecessor=NodeId(chain) if chain is not None else None,
+                    **kwargs,
+                    **fields,
+                )
+            )
+            chain = node_id
+
+        messages = values.get("messages")
+        if not isinstance(messages, list):
+            listed = list(inherited)
+        else:
+            present = {getattr(m, "id", None) for m in messages}
+            removed = [n for m, n in inherited if m not in present and n in idx.pred]
+            if removed:
+                span = self._span(idx, removed, chain)
+                if span:
+                    summary = values.get("summary")
+                    text = (
+                        summary
+                        if isinstance(summary, str) and summary
+                        else (f"{len(removed)} earlier messages removed by the graph")
+                    )
+                    add(
+                        f"{sid}/s/{cid}",
+                        kind=Kind.SUMMARY,
+                        role=Role.SYSTEM,
+                        content=text,
+                        covers=tuple(NodeId(n) for n in span),
+                        metadata={"langgraph": {"checkpoint_id": cid, "removed": len(removed)}},
+                    )
+            new_ids = {n.id for n in nodes}
+            for m in messages:
+                mid = getattr(m, "id", None)
+                if not isinstance(mid, str):
+                    continue
+                if mid in before:
+                    listed.append((mid, before[mid]))
+                    continue
+                role = _ROLES.get(getattr(m, "type", ""))
+                if role is None:
+                    continue
+                nid = f"{sid}/m/{mid}"
+                if (nid in idx.pred and idx.pred[nid] != chain) or nid in new_ids:
+                    nid = f"{sid}/m/{mid}@{cid}"
+                info: dict[str, Any] = {"message_id": mid, "checkpoint_id": cid}
+                calls = getattr(m, "tool_calls", None)
+                if calls:
+                    info["tool_calls"] = [str(c.get("name", "")) for c in calls]
+                add(
+                    nid,
+                    kind=Kind.MESSAGE,
+                    role=role,
+                    content=_text(m.content),
+                    metadata={"langgraph": info},
+                )
+                new_ids.add(NodeId(nid))
+                listed.append((mid, nid))
+        source, step = metadata.get("source"), metadata.get("step")
+        add(
+            node_id,
+            kind=Kind.EVENT,
+            role=Role.SYSTEM,
+            content=f"checkpoint {cid} ({source}, step {step})",
+            metadata={
+                "langgraph": {
+                    "checkpoint_id": cid,
+                    "parent_checkpoint_id": parent.checkpoint_id if parent else None,
+                    "source": source,
+                    "step": step,
+                }
+            },
+        )
+        return nodes, tuple(listed)
+
+    def _spawning(self, sid: str, metadata: CheckpointMetadata) -> tuple[tuple[str, str], ...]:
+        """The messages of the checkpoint a namespace's session was spawned from (its input).
+
+        A subgraph starts with its parent's messages; they stay nodes of the parent's session.
+        """
+        info = self.store.session(sid).metadata.get("langgraph") or {}
+        ns = str(info.get("checkpoint_ns", ""))
+        if not ns:
+            return ()
+        parent_ns = ns.rsplit("|", 1)[0] if "|" in ns else ""
+        parent_cid = (metadata.get("parents") or {}).get(parent_ns)
+        if not parent_cid:
+            return ()
+        row = self._payloads.get(str(info.get("thread_id")), parent_ns, parent_cid)
+        return row.messages if row is not None else ()
+
+    @staticmethod
+    def _span(idx: Any, removed: builtins.list[str], chain: str | None) -> builtins.list[str]:
+        """The unbroken span of ``chain``'s branch from the first to the last removed message.
+
+        Empty when the removed messages are not all on that branch or kept messages lie between.
+        """
+        wanted = set(removed)
+        path: builtins.list[str] = []
+        n = chain
+        while n is not None and n not in wanted:
+            n = idx.pred.get(n)
+        first = removed[0]
+        while n is not None:
+            path.append(n)
+            if n == first:
+                break
+            n = idx.pred.get(n)
+        else:
+            return []
+        path.reverse()
+        seen = set(path)
+        return path if wanted <= seen else []
+
+    def _put_row(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        stored: tuple[str, bytes] | None = None,
+    ) -> tuple[_Row, int]:
+        """Store one checkpoint (payload given as stored by LangGraph, or serialized here)."""
+        conf = config["configurable"]
+        thread, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns", ""))
+        cid = checkpoint["id"]
+        parent_id = conf.get("checkpoint_id")
+        type_, blob = stored if stored is not None else self.serde.dumps_typed(checkpoint)
+        meta_type, meta_blob = self.serde.dumps_typed(metadata)
+        added = 0
+        with self.store.atomic():
+            sid = self._session(thread, ns, metadata)
+            node_id = f"{sid}/{cid}"
+            idx = self.store.index(sid)
+            old = self._payloads.get(thread, ns, cid) if node_id in idx.pred else None
+            if old is not None:
+                row = replace(
+                    old,
+                    type=type_,
+                    checkpoint=blob,
+                    metadata_type=meta_type,
+                    metadata=meta_blob,
+                    run_id=metadata.get("run_id"),
+                )
+            else:
+                parent = self._parent(thread, ns, parent_id, idx.pred) if parent_id else None
+                head = idx.head
+                latest = self._head_checkpoint(sid, head)
+                if latest is None:
+                    latest = self._payloads.latest_id(thread, ns)
+                nodes, listed = self._graph_nodes(sid, checkpoint, metadata, node_id, parent)
+                moves = latest is None or cid > latest
+                if node_id in idx.pred:  # payload deleted earlier (pruned), node kept
+                    if moves:
+                        self.store.set_head(sid, node_id, expected=head)
+                else:
+                    # the compare (is this checkpoint after the head's?) and the swap happen in
+                    # this one write transaction, against the head as it is stored now
+                    added = len(self.store.add_nodes(sid, nodes, head=node_id if moves else HEAD))
+                row = _Row(
+                    thread,
+                    ns,
+                    cid,
+                    parent_id,
+                    sid,
+                    node_id,
+                    type_,
+                    blob,
+                    meta_type,
+                    meta_blob,
+                    metadata.get("run_id"),
+                    listed,
+                )
+            if not self._after_commit:
+                self._payloads.put(row)
+        if self._after_commit:
+            self._payloads.put(row)
+        self._remember(row)
+        return row, added
+
+    def _parent(self, thread: str, ns: str, cid: str, nodes: Mapping[str, Any]) -> _Row | None:
+        """The parent checkpoint's row (from the recent puts when its node is still stored)."""
+        key = (thread, ns, cid)
+        row = self._recent.get(key)
+        if row is not None and row.node_id in nodes:
+            return row
+        return self._payloads.get(thread, ns, cid)
+
+    def _remember(self, row: _Row) -> None:
+        if len(self._recent) >= 256:
+            self._recent.clear()
+        key = (row.thread_id, row.checkpoint_ns, row.checkpoint_id)
+        self._recent[key] = replace(row, checkpoint=b"", metadata=b"")
+
+    @staticmethod
+    def _head_checkpoint(sid: str, head: str | None) -> str | None:
+        """The checkpoint id of the head when the head is a checkpoint node (``<session>/<id>``)."""
+        if head is None or not head.startswith(sid + "/"):
+            return None
+        rest = head[len(sid) + 1 :]
+        return None if "/" in rest else rest
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store a checkpoint after ``config``'s checkpoint (its parent) and return its config.
+
+        One transaction: the session (created or spawned on first use), the new message nodes, a
+        compaction summary for removed messages, the checkpoint node, the head move and the payload.
+
+        Raises:
+            GraphError: the store refused the write (nothing is stored).
+        """
+        return self._put(config, checkpoint, metadata, wait=True)
+
+    def _put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        *,
+        wait: bool,
+    ) -> RunnableConfig:
+        meta = get_checkpoint_metadata(config, metadata)
+        with self._stored:
+            if wait and not self._parent_ready(config, meta):
+                self._stored.wait_for(lambda: self._parent_ready(config, meta), self.spawn_wait)
+            row, _ = self._put_row(config, checkpoint, meta)
+            self._stored.notify_all()
+        return {
+            "configurable": {
+                "thread_id": row.thread_id,
+                "checkpoint_ns": row.checkpoint_ns,
+                "checkpoint_id": row.checkpoint_id,
+            }
+        }
+
+    def put_stored(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        parent_id: str | None,
+        stored: tuple[str, bytes],
+        metadata: CheckpointMetadata,
+    ) -> int:
+        """Store a checkpoint as another saver serialized it (the import path); return nodes added.
+
+        The payload bytes are kept as given; the checkpoint is decoded only to read its id, time
+        and messages. Storing a checkpoint again replaces its payload and adds no node.
+
+        Raises:
+            GraphError: the store refused the write (nothing is stored).
+            Exception: LangGraph's serializer cannot decode the payload.
+        """
+        checkpoint = self.serde.loads_typed(stored)
+        conf: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
+        if parent_id:
+            conf["checkpoint_id"] = parent_id
+        with self._stored:
+            _, added = self._put_row({"configurable": conf}, checkpoint, metadata, stored)
+            self._stored.notify_all()
+        return added
+
+    def put_stored_writes(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        writes: Sequence[tuple[str, str, int, str, str, bytes]],
+    ) -> None:
+        """Store pending writes as another saver serialized them (the import path).
+
+        Args:
+            writes: ``(task_id, task_path, idx, channel, type, value bytes)`` each; an index already
+                stored keeps its write.
+        """
+        key = (thread_id, checkpoint_ns, checkpoint_id)
+        rows = [_Write(*w) for w in writes]
+        with self._lock:
+            if self._after_commit:
+                self._payloads.put_writes(key, rows, False)
+            else:
+                with self.store.atomic():
+                    self._payloads.put_writes(key, rows, False)
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's pending writes on ``config``'s checkpoint.
+
+        A write of an index already stored is kept as it was, except the special channels
+        (errors, interrupts, resumes, scheduled), whose writes replace the stored ones.
+        """
+        conf = config["configurable"]
+        key = (
+            str(conf["thread_id"]),
+            str(conf.get("checkpoint_ns", "")),
+            str(conf["checkpoint_id"]),
+        )
+        rows = []
+        for i, (channel, value) in enumerate(writes):
+            type_, blob = self.serde.dumps_typed(value)
+            rows.append(
+                _Write(task_id, task_path, WRITES_IDX_MAP.get(channel, i), channel, type_, blob)
+            )
+        special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
+        with self._lock:
+            if self._after_commit:
+                self._payloads.put_writes(key, rows, special)
+            else:
+                with self.store.atomic():
+                    self._payloads.put_writes(key, rows, special)
+
+    # ------------------------------------------------------------------ deletion and copies
+
+    def _sessions_of(self, thread: str) -> builtins.list[str]:
+        sids = {session_id_of(thread, ns) for ns in self._payloads.namespaces(thread)}
+        try:
+            self.store.session(thread)
+            sids.add(thread)
+        except GraphError:
+            pass
+        return sorted(sids, key=len)
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete the thread: its sessions (nodes, markers), checkpoints and writes."""
+        thread = str(thread_id)
+        with self._lock:
+            self._known.clear()
+            self._recent.clear()
+            with self.store.atomic():
+                for sid in self._sessions_of(thread):
+                    try:
+                        info = self.store.session(sid).metadata.get("langgraph")
+                    except GraphError:
+                        continue
+                    if isinstance(info, dict) and info.get("thread_id") == thread:
+                        self.store.delete_session(sid)
+                if not self._after_commit:
+                    self._payloads.delete_thread(thread)
+            if self._after_commit:
+                self._payloads.delete_thread(thread)
+
+    def _drop(self, rows: Sequence[_Row]) -> None:
+        """Delete these checkpoints' payloads and writes; heads move to the latest checkpoint left."""
+        keys = [(r.thread_id, r.checkpoint_ns, r.checkpoint_id) for r in rows]
+        doomed = set(keys)
+        for key in keys:
+            self._recent.pop(key, None)
+        with self.store.atomic():
+            for thread, ns in sorted({(r.thread_id, r.checkpoint_ns) for r in rows}):
+                left = [
+                    r
+                    for r in self._payloads.rows(thread, ns, None, None)
+                    if (thread, ns, r.checkpoint_id) not in doomed
+                ]
+                if left:
+                    self.store.set_head(session_id_of(thread, ns), left[0].node_id)
+            if not self._after_commit:
+                self._payloads.delete(keys)
+        if self._after_commit:
+            self._payloads.delete(keys)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints (and their writes) made by these runs; their nodes stay."""
+        with self._lock:
+            rows = self._payloads.run_rows([str(r) for r in run_ids])
+            if rows:
+                self._drop(rows)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Keep only each namespace's latest checkpoint (``"keep_latest"``) or delete the threads.
+
+        Raises:
+            ValueError: an unknown strategy.
+        """
+        if strategy not in ("keep_latest", "delete"):
+            raise ValueError(f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete'")
+        with self._lock:
+            for thread in map(str, thread_ids):
+                if strategy == "delete":
+                    self.delete_thread(thread)
+                    continue
+                doomed = []
+                for ns in self._payloads.namespaces(thread):
+                    doomed.extend(list(self._payloads.rows(thread, ns, None, None))[1:])
+                if doomed:
+                    self._drop(doomed)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint, write and node of a thread to a new thread linked to its source.
+
+        Raises:
+            DuplicateSessionError: the target thread exists; nothing is copied.
+        """
+        src, dst = str(source_thread_id), str(target_thread_id)
+        with self._lock:
+            copies: builtins.list[_Row] = []
+            writes: dict[tuple[str, str, str], builtins.list[_Write]] = {}
+            with self.store.atomic():
+                for ns in self._payloads.namespaces(src):
+                    old_sid, new_sid = session_id_of(src, ns), session_id_of(dst, ns)
+                    self._copy_session(old_sid, new_sid, src, dst, ns)
+
+                    def moved(nid: str, new: str = new_sid) -> str:
+                        return _rethread(nid, src, dst, new)
+
+                    rows = list(self._payloads.rows(src, ns, None, None))
+                    got = self._payloads.writes([(src, ns, r.checkpoint_id) for r in rows])
+                    for r in rows:
+                        copies.append(
+                            replace(
+                                r,
+                                thread_id=dst,
+                                session_id=new_sid,
+                                node_id=moved(r.node_id),
+                                messages=tuple((m, moved(n)) for m, n in r.messages),
+                            )
+                        )
+                        if (src, ns, r.checkpoint_id) in got:
+                            writes[(dst, ns, r.checkpoint_id)] = got[(src, ns, r.checkpoint_id)]
+                if not self._after_commit:
+                    self._store_copies(copies, writes)
+            if self._after_commit:
+                self._store_copies(copies, writes)
+
+    def _store_copies(
+        self, rows: builtins.list[_Row], writes: dict[tuple[str, str, str], builtins.list[_Write]]
+    ) -> None:
+        for r in rows:
+            self._payloads.put(r)
+        for key, ws in writes.items():
+            self._payloads.put_writes(key, ws, False)
+
+    def _copy_session(self, old_sid: str, new_sid: str, src: str, dst: str, ns: str) -> None:
+        """Copy one session's nodes under ``new_sid``, ids rewritten, markers left behind."""
+        try:
+            source = self.store.session(old_sid)
+        except GraphError:
+            return
+        meta = {"langgraph": {"thread_id": dst, "checkpoint_ns": ns, "copied_from": src}}
+        title = f"LangGraph thread {dst}" + (f" {ns}" if ns else "")
+        spawned = source.spawned_from
+        parent_sid = session_id_of(dst, ns.rsplit("|", 1)[0] if "|" in ns else "")
+        new_from = _rethread(spawned, src, dst, parent_sid) if spawned else None
+        if new_from is not None and new_from in self.store.index(parent_sid).pred:
+            self.store.spawn(parent_sid, new_from, id=new_sid, title=title, metadata=meta)
+        else:
+            self.store.create_session(title, id=new_sid, metadata=meta)
+        idx = self.store.index(old_sid)
+
+        def moved(nid: str) -> NodeId:
+            return NodeId(_rethread(nid, src, dst, new_sid))
+
+        nodes = []
+        for n in self.store.nodes(old_sid, list(idx.pred)):
+            meta_n = {k: v for k, v in n.metadata.items() if k not in ("written", "rewound")}
+            nodes.append(
+                n.model_copy(
+                    update={
+                        "id": moved(n.id),
+                        "session_id": SessionId(new_sid),
+                        "predecessor": moved(n.predecessor) if n.predecessor else None,
+                        "covers": tuple(moved(c) for c in n.covers),
+                        "metadata": meta_n,
+                    }
+                )
+            )
+        self.store.add_nodes(new_sid, nodes, head=moved(idx.head) if idx.head else None)
+
+    # ------------------------------------------------------------------ async (same work)
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Async :meth:`get_tuple`."""
+        return self.get_tuple(config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """Async :meth:`list`."""
+        for tup in self.list(config, filter=filter, before=before, limit=limit):
+            yield tup
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Async :meth:`put` (a subgraph's first checkpoint awaits its parent's, see ``spawn_wait``)."""
+        meta = get_checkpoint_metadata(config, metadata)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.spawn_wait
+        while loop.time() < deadline:
+            with self._lock:
+                if self._parent_ready(config, meta):
+                    break
+            await asyncio.sleep(0.001)
+        return self._put(config, checkpoint, metadata, wait=False)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Async :meth:`put_writes`."""
+        self.put_writes(config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Async :meth:`delete_thread`."""
+        self.delete_thread(thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Async :meth:`delete_for_runs`."""
+        self.delete_for_runs(run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Async :meth:`copy_thread`."""
+        self.copy_thread(source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Async :meth:`prune`."""
+        self.prune(thread_ids, strategy=strategy)
