@@ -36,7 +36,7 @@ from graph.store import BaseStore
 from memory import caps
 from memory.changes import ChangeSet, DeleteRecord
 from memory.errors import MemoryLayerError, RejectedError, Rejection, WorkspaceStoreError
-from memory.pipeline import PROVIDER
+from memory.pipeline import owed_ids
 from memory.records import Citation, Record
 from memory.transactions import Plan, record_links
 from memory.workspace import MemoryWorkspace, SearchHit
@@ -208,7 +208,7 @@ class WorkspaceStatus:
     sources: int
     tombstones: int
     pending: tuple[tuple[str, str, int], ...]
-    """``(session_id, title, pending turns on the head's branch)`` for sessions owing turns."""
+    """``(session_id, title, turns owed on every live tip)`` for sessions owing turns."""
     last_failure: tuple[str, str, int] | None
     """``(session_id, reason code, at micros)`` of the latest recorded failure, or None."""
 
@@ -630,14 +630,14 @@ def export_markdown(ws: MemoryWorkspace, directory: str | Path) -> list[Path]:
 def workspace_status(ws: MemoryWorkspace, store: BaseStore) -> WorkspaceStatus:
     """Count what the workspace holds and what each session still owes it.
 
-    Pending turns are counted on each session's head's branch for this workspace's id (the markers of
-    other providers and of earlier workspace ids do not count). The last failure is the latest
+    Pending turns are counted on every live tip of each session (a turn shared by branches once), for
+    this workspace's id (the markers of other providers and of earlier workspace ids do not count). The last failure is the latest
     ``failed`` entry of the workspace's watch bookkeeping (the idle watcher's and ``memory write``'s).
     """
     c = ws.conn
     pending = []
     for s in store.sessions(100_000):
-        n = len(store.pending_ids(s.id, PROVIDER, ws.id))
+        n = len(owed_ids(store, s.id, ws.id))
         if n:
             pending.append((s.id, s.title, n))
     failure = c.execute(

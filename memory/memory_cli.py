@@ -63,7 +63,7 @@ from memory.manage import (
     undo_delete,
     workspace_status,
 )
-from memory.pipeline import PROVIDER, WritePipeline
+from memory.pipeline import WritePipeline, owed_ids
 from memory.watcher import IdleWatcher
 from memory.workspace import MemoryWorkspace
 
@@ -374,16 +374,14 @@ def write(
         if sessions:
             ids = [resolve_session(store, s).id for s in sessions]
         else:
-            ids = [
-                s.id for s in store.sessions(100_000) if store.pending_ids(s.id, PROVIDER, ws.id)
-            ]
+            ids = [s.id for s in store.sessions(100_000) if owed_ids(store, s.id, ws.id)]
         pipeline = WritePipeline(ws, store)
         failed = 0
         with _progress() as bar:
             task = bar.add_task("writing memory", total=len(ids))
             for sid in ids:
                 bar.update(task, description=f"writing {sid[-8:]}")
-                owed = len(store.pending_ids(sid, PROVIDER, ws.id))
+                owed = len(owed_ids(store, sid, ws.id))
                 failure = pipeline.write(sid, force=True)
                 stamp = to_micros(store.session(sid).updated_at)
                 if failure is None:

@@ -45,10 +45,13 @@ from memory.writers import DigestWriter, Writer, WriteRequest
 __all__ = [
     "PROVIDER",
     "STEPS",
+    "MAX_BATCH_TURNS",
     "FailureReason",
     "WriteFailure",
     "WritePipeline",
+    "owed_ids",
     "split_batches",
+    "write_tips",
 ]
 
 log = logging.getLogger(__name__)
@@ -101,26 +104,111 @@ def _failure(reason: FailureReason, detail: str) -> WriteFailure:
     return WriteFailure(reason, reason in _RETRYABLE, detail)
 
 
-def split_batches(
-    nodes: Sequence[Node], budget: int, count_tokens: Callable[[str], int] = approx_tokens
-) -> list[list[Node]]:
-    """Cut pending nodes, oldest first, into batches of at most ``budget`` tokens each.
+MAX_BATCH_TURNS = caps.MAX_CHANGES_PER_TRANSACTION
+"""The most turns in one batch (200): a writer that makes one change per turn (the default writer
+makes one record per request) then stays within ``MAX_CHANGES_PER_TRANSACTION``, however short the
+turns are."""
 
-    Greedy from the oldest: a node joins the current batch while the batch stays within the budget;
-    a node larger than the budget alone forms its own batch. So the first batch of a pending list is
-    the same however many turns were appended after it.
+
+def split_batches(
+    nodes: Sequence[Node],
+    budget: int,
+    count_tokens: Callable[[str], int] = approx_tokens,
+    max_turns: int = MAX_BATCH_TURNS,
+) -> list[list[Node]]:
+    """Cut pending nodes, oldest first, into batches of at most ``budget`` tokens and ``max_turns`` turns.
+
+    Greedy from the oldest: a node joins the current batch while the batch stays within the budget
+    and the turn count; a node larger than the budget alone forms its own batch. So the first batch
+    of a pending list is the same however many turns were appended after it.
     """
     batches: list[list[Node]] = []
     used = 0
     for n in nodes:
         cost = count_tokens(n.text)
-        if batches and used + cost <= budget:
+        if batches and used + cost <= budget and len(batches[-1]) < max_turns:
             batches[-1].append(n)
             used += cost
         else:
             batches.append([n])
             used = cost
     return batches
+
+
+def write_tips(store: BaseStore, session_id: str) -> list[NodeId]:
+    """Return the nodes a full write walks from: the head first, then every other live tip."""
+    head = store.session(session_id).head
+    tips: list[NodeId] = [head] if head is not None else []
+    return tips + [t for t in store.tips(session_id) if t != head]
+
+
+def owed_ids(store: BaseStore, session_id: str, workspace_id: str) -> list[NodeId]:
+    """Return the ids of every turn a session owes a workspace, on every live tip, head first.
+
+    A turn shared by several branches is counted once. This is what ``force=True`` writes and what
+    ``memory status`` counts: the head's branch alone would miss the turns of the other live tips
+    (a fork whose writing was interrupted, say).
+
+    Raises:
+        UnknownSessionError: no such session.
+    """
+    seen: set[str] = set()
+    out: list[NodeId] = []
+    for tip in write_tips(store, session_id):
+        for n in store.pending_ids(session_id, PROVIDER, workspace_id, head=tip):
+            if n not in seen:
+                seen.add(n)
+                out.append(n)
+    return out
+
+
+class _Turns:
+    """The pending turns of one tip, read from the store in chunks as batches take them."""
+
+    _CHUNK = 256
+
+    def __init__(self, store: BaseStore, session_id: str, ids: Sequence[str]) -> None:
+        self._store, self._session_id, self._ids = store, session_id, ids
+        self._read: list[Node] = []
+        self._next = 0  # index into ids of the first turn not read yet
+        self._at = 0  # index into _read of the first turn not written yet
+
+    def left(self) -> bool:
+        return self._at < len(self._read) or self._next < len(self._ids)
+
+    def _more(self) -> bool:
+        if self._next >= len(self._ids):
+            return False
+        chunk = self._ids[self._next : self._next + self._CHUNK]
+        self._read = self._read[self._at :] + self._store.nodes(self._session_id, chunk)
+        self._at, self._next = 0, self._next + len(chunk)
+        return True
+
+    def batch(self, budget: int, count_tokens: Callable[[str], int]) -> tuple[list[Node], bool]:
+        """Return the next batch (as :func:`split_batches` cuts it) and whether it is full.
+
+        Full means the turns owed reach ``budget`` tokens or :data:`MAX_BATCH_TURNS` turns: the
+        batch was cut because the next turn did not fit, or it holds ``budget`` tokens exactly.
+        """
+        out: list[Node] = []
+        used = 0
+        k = self._at
+        while True:
+            if k >= len(self._read):
+                if not self._more():
+                    return out, used >= budget
+                k = len(out)  # _more dropped the turns already written
+                continue
+            n = self._read[k]
+            cost = count_tokens(n.text)
+            if out and (used + cost > budget or len(out) >= MAX_BATCH_TURNS):
+                return out, True
+            out.append(n)
+            used += cost
+            k += 1
+
+    def consume(self, count: int) -> None:
+        self._at += count
 
 
 class _Stop(Exception):
@@ -179,7 +267,7 @@ class WritePipeline:
             with self.workspace.write_lock(self.lock_timeout):
                 self.store.session(session_id)
                 if force:
-                    for tip in self._tips(session_id):
+                    for tip in write_tips(self.store, session_id):
                         self._drain(session_id, tip, force=True)
                 else:
                     self._drain(session_id, None, force=False)
@@ -200,31 +288,36 @@ class WritePipeline:
         """Return the pending turns of ``head``'s branch (the stored head by default) for this workspace."""
         return self.store.pending(session_id, PROVIDER, self.workspace.id, head=head)
 
-    def _tips(self, session_id: str) -> list[NodeId | None]:
-        head = self.store.session(session_id).head
-        tips: list[NodeId | None] = [head] if head is not None else []
-        tips += [t for t in self.store.tips(session_id) if t != head]
-        return tips
-
     def _drain(self, session_id: str, tip: str | None, *, force: bool) -> None:
-        while True:
-            pending = self.owed(session_id, tip)
-            if not pending:
+        """Write ``tip``'s pending turns batch by batch, reading each turn's payload once.
+
+        The pending ids are walked once (no payload is decoded) and the turns are read in chunks as
+        the batches consume them, so a pass costs its batch, not the rest of the branch: writing a
+        session of N turns decodes each of them once.
+        """
+        ids = self.store.pending_ids(session_id, PROVIDER, self.workspace.id, head=tip)
+        turns = _Turns(self.store, session_id, ids)
+        while turns.left():
+            batch, full = turns.batch(self.budget, self.count_tokens)
+            if not force and not full:
                 return
-            if not force and sum(self.count_tokens(n.text) for n in pending) < self.budget:
-                return
-            batch = split_batches(pending, self.budget, self.count_tokens)[0]
-            self._pass(session_id, batch)
-            if [n.id for n in self.owed(session_id, tip)[:1]] == [batch[0].id]:
+            done = self._pass(session_id, batch)
+            if not done or not self._marked(session_id, batch[done - 1].id):
                 raise _Stop(
                     _failure(FailureReason.INTERNAL, "a pass finished without marking its batch")
                 )
+            turns.consume(done)
+
+    def _marked(self, session_id: str, node_id: str) -> bool:
+        marks = self.store.index(session_id).marks.get(PROVIDER, {})
+        return marks.get(node_id) == self.workspace.id
 
     def _step(self, name: str) -> None:
         if self.hook is not None:
             self.hook(name)
 
-    def _pass(self, session_id: str, batch: list[Node]) -> None:
+    def _pass(self, session_id: str, batch: list[Node]) -> int:
+        """Write one batch; return how many of its turns (a prefix) are now marked."""
         ws = self.workspace
         sources = ws.archive(batch)
         self._step("archived")
@@ -234,7 +327,7 @@ class WritePipeline:
             # Installed by a pass that stopped before marking: mark it, do not write it again.
             self.store.mark(session_id, done, PROVIDER, ws.id)
             self._step("marked")
-            return
+            return len(done)
         batch_ids = [s.id for s in sources]
         rejection: RejectedError | None = None
         for attempt in (1, 2):
@@ -274,3 +367,4 @@ class WritePipeline:
         self.store.mark(session_id, node_ids, PROVIDER, ws.id)
         self.batches_written += 1
         self._step("marked")
+        return len(batch)

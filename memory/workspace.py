@@ -37,6 +37,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from graph.ids import new_id
 from graph.models import Node, to_micros, utcnow
@@ -211,11 +212,15 @@ class MemoryWorkspace:
         self._timeout = timeout
         self._lock_depth = 0
         self._lock_file: int | None = None
+        self._state_cache: tuple[tuple[int, int], State] | None = None
+        self._digest_cache: tuple[int, int, int, Any] | None = None
         self._open()
 
     # ---------------------------------------------------------------- opening and schema
 
     def _open(self) -> None:
+        self._state_cache = None
+        self._digest_cache = None
         with _translated():
             self.conn = sqlite3.connect(
                 self.db_path, isolation_level=None, timeout=self._timeout, check_same_thread=False
@@ -453,19 +458,51 @@ class MemoryWorkspace:
         return [Source(*r) for r in rows]
 
     def _archive_digest(self, top: int) -> tuple[int, str]:
-        h = hashlib.sha256()
-        rows = 0
+        """Count and hash the archive's content hashes up to rowid ``top``.
+
+        The running hash is kept and extended by the rows appended since, as long as no other
+        connection committed in between (SQLite's ``data_version``): this connection only ever
+        appends to the archive, so its rows below the kept top are the ones hashed. Any commit by
+        another connection (a tampering one included) makes the next digest hash the whole archive.
+        """
+        version = self.conn.execute("PRAGMA data_version").fetchone()[0]
+        kept = self._digest_cache
+        if kept is not None and kept[0] == version and kept[1] <= top:
+            _, start, rows, h = kept
+            h = h.copy()
+        else:
+            start, rows, h = 0, 0, hashlib.sha256()
         for (digest,) in self.conn.execute(
-            "SELECT content_hash FROM sources WHERE rowid <= ? ORDER BY rowid", (top,)
+            "SELECT content_hash FROM sources WHERE rowid > ? AND rowid <= ? ORDER BY rowid",
+            (start, top),
         ):
             h.update(digest.encode("ascii", "replace"))
             rows += 1
+        self._digest_cache = (version, top, rows, h.copy())
         return rows, h.hexdigest()
 
     # ---------------------------------------------------------------- records
 
     def state(self) -> State:
-        """Read every record, with its citations, into a :class:`~memory.transactions.State`."""
+        """Read every record, with its citations, into a :class:`~memory.transactions.State`.
+
+        The last state read is kept and handed out again (as a copy) while no other connection
+        committed (SQLite's ``data_version``) and the revision is the same (every change of records
+        through this object bumps it; archiving does not touch records). A write pipeline reads the
+        records twice per batch, so this keeps a pass from reading a large workspace twice.
+        """
+        with _translated():
+            key = (
+                self.conn.execute("PRAGMA data_version").fetchone()[0],
+                int(self._meta("revision")),
+            )
+        if self._state_cache is not None and self._state_cache[0] == key:
+            return self._state_cache[1].copy()
+        st = self._read_state()
+        self._state_cache = (key, st.copy())
+        return st
+
+    def _read_state(self) -> State:
         cites: dict[str, list[Citation]] = {}
         st = State()
         with _translated():
@@ -631,12 +668,19 @@ class MemoryWorkspace:
                 c.execute(f"DELETE FROM {_FTS} WHERE rowid = ?", (rowid,))
                 c.execute("DELETE FROM citations WHERE record_id = ?", (rid,))
                 c.execute("DELETE FROM links WHERE from_record = ?", (rid,))
-            touched = set(p.created) | set(p.updated) | set(p.moved)
+            created = set(p.created)
+            touched = created | set(p.updated) | set(p.moved)
             for topic in p.topics:
+                # Rows keep their position unless something before them moved: only records
+                # created, changed or shifted are written (appending to a large topic writes the
+                # new rows, not the topic).
+                was = {rid: n for n, rid in enumerate(p.before.order.get(topic, ()))}
                 for pos, rid in enumerate(after.order.get(topic, ())):
+                    if rid not in touched and was.get(rid) == pos:
+                        continue
                     rec = after.records[rid]
                     row = (rec.topic, json.dumps(list(rec.headings), ensure_ascii=False), pos)
-                    if rid in p.created:
+                    if rid in created:
                         c.execute(
                             "INSERT INTO records (id, topic, headings, position, content, tags, time, "
                             "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -692,6 +736,10 @@ class MemoryWorkspace:
                 )
             if within is not None:
                 within(c, p)
+        if within is None:
+            # The records are now exactly the plan's: the next read of them needs no query.
+            key = (self.conn.execute("PRAGMA data_version").fetchone()[0], revision)
+            self._state_cache = (key, p.after.copy())
         return revision
 
     def _check_archive(
