@@ -34,6 +34,10 @@ def register(app: typer.Typer) -> None:
     app.command("export")(export_command)
 
 
+_SUMMARY_ROWS = 200
+"""The most sessions the import summary table shows (``--json`` reports all of them)."""
+
+
 def _summary(store: BaseStore, report: ImportReport) -> Table:
     """One row per imported session; narrow enough for an 80-column terminal (full ids: --json)."""
     table = Table(title="imported sessions", title_justify="left", box=None, header_style="bold")
@@ -51,6 +55,8 @@ def _summary(store: BaseStore, report: ImportReport) -> Table:
             if sid in seen:
                 continue
             seen.add(sid)
+            if len(seen) > _SUMMARY_ROWS:
+                continue
             st = report.stats[sid]
             title = store.session(sid).title
             table.add_row(
@@ -65,6 +71,9 @@ def _summary(store: BaseStore, report: ImportReport) -> Table:
                 str(st.spawned),
                 str(len(fr.skipped)) if i == 0 else "",
             )
+    if len(seen) > _SUMMARY_ROWS:
+        # A terminal table of 1e5 rows takes minutes to lay out and nobody reads it.
+        table.add_row(f"… {len(seen) - _SUMMARY_ROWS} more", "(--json lists every session)")
     return table
 
 
