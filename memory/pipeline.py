@@ -1,14 +1,18 @@
 """The write pipeline: pending turns -> batches -> archive -> writer -> validate -> install -> mark.
 
-DESIGN.md section 6 and seed 001 sections 01-03 and 07. One pass writes one batch:
+One pass writes one batch:
 
 1. ``archive``: the batch's turns go into the append-only source archive (a repeat is a no-op);
 2. ``write``: the writer gets the batch and the current records and answers with changes;
 3. ``validate``: the changes are planned against the baseline read before step 2; a rejection gets one
    repair attempt (the baseline is read again first); a second rejection is ``COMMIT_REJECTED``;
-4. ``install``: one SQLite transaction (which also checks the archive against the baseline), then the
-   views are rendered and swapped in;
+4. ``install``: one SQLite transaction (which also checks the archive against the baseline);
 5. ``mark``: ``written["memory"] = <workspace id>`` on exactly the batch's nodes.
+
+When a call installed anything, the views are rendered and swapped in once, as the call ends (also
+when it ends in a failure after some batches). Rendering after every batch rewrote each growing topic
+file once per batch, which made a long session's write quadratic; a crash before the render leaves
+views that name an older revision, and opening the workspace renders them again.
 
 Nothing is marked unless the transaction installed and changed something. Archiving before writing and
 marking last means a crash between any two steps loses nothing: the turns stay pending and the batch is
@@ -16,7 +20,7 @@ written again at worst; a batch installed but not marked is recognized from the 
 journal and only marked. The whole call holds the workspace's cross-process write lock, taken with a
 1 second timeout (busy: the retryable ``CONCURRENT_UPDATE``).
 
-Return contract of :meth:`WritePipeline.write` (seed 001 section 07): ``None`` when everything owed
+Return contract of :meth:`WritePipeline.write`: ``None`` when everything owed
 was written or nothing is owed yet; otherwise a :class:`WriteFailure` whose ``retryable`` says whether
 the same call may succeed later.
 """
@@ -59,8 +63,9 @@ log = logging.getLogger(__name__)
 PROVIDER = "memory"
 """The provider name of the memory layer's markers."""
 
-STEPS = ("archived", "written", "validated", "installed", "rendered", "marked")
-"""The points between steps at which :class:`WritePipeline`'s ``hook`` is called, in order."""
+STEPS = ("archived", "written", "validated", "installed", "marked", "rendered")
+"""The points between steps at which :class:`WritePipeline`'s ``hook`` is called, in order
+(``rendered`` once per call, after its last batch)."""
 
 
 class FailureReason(StrEnum):
@@ -249,6 +254,7 @@ class WritePipeline:
         self.hook = hook
         self.batches_written = 0
         """Batches installed and marked by this object so far (for reports and tests)."""
+        self._installed = False
 
     def write(self, session_id: str, force: bool = False) -> WriteFailure | None:
         """Write what the session owes; the two entry points differ only in ``force``.
@@ -265,12 +271,18 @@ class WritePipeline:
         """
         try:
             with self.workspace.write_lock(self.lock_timeout):
-                self.store.session(session_id)
-                if force:
-                    for tip in write_tips(self.store, session_id):
-                        self._drain(session_id, tip, force=True)
-                else:
-                    self._drain(session_id, None, force=False)
+                self._installed = False
+                try:
+                    self.store.session(session_id)
+                    if force:
+                        for tip in write_tips(self.store, session_id):
+                            self._drain(session_id, tip, force=True)
+                    else:
+                        self._drain(session_id, None, force=False)
+                finally:
+                    if self._installed:
+                        self.workspace.render_views()
+                        self._step("rendered")
         except _Stop as stop:
             return stop.failure
         except WorkspaceBusyError as e:
@@ -362,8 +374,7 @@ class WritePipeline:
                 continue
             break
         self._step("installed")
-        ws.render_views()
-        self._step("rendered")
+        self._installed = True
         self.store.mark(session_id, node_ids, PROVIDER, ws.id)
         self.batches_written += 1
         self._step("marked")

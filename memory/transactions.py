@@ -432,10 +432,27 @@ def plan(
             f"record {rid} would disappear without delete_record; keep its id or delete it explicitly",
             record_id=rid,
         )
-    result = _diff(state, after, created, now)
-    _check_citations(state, after, archived, batch)
-    _check_links(after)
+    # Only the records the changes name can differ from the baseline: the checks below look at
+    # those (a write appending to a large workspace costs its changes, not the workspace).
+    touched = [rid for rid in dict.fromkeys([*created, *_named(changes)]) if rid in after.records]
+    result = _diff(state, after, created, touched, now)
+    changed = [after.records[rid] for rid in touched]
+    _check_citations(state, changed, archived, batch)
+    _check_links(after, None if result.deleted or result.moved else changed)
     return result
+
+
+def _named(changes: ChangeSet) -> list[str]:
+    """The ids of existing records the changes update, move or rewrite, in order."""
+    out: list[str] = []
+    for ch in changes.changes:
+        if isinstance(ch, UpdateRecord):
+            out.append(ch.memory_id)
+        elif isinstance(ch, MoveRecords):
+            out.extend(ch.memory_ids)
+        elif isinstance(ch, RewriteTopic):
+            out.extend(tr.memory_id for tr in ch.records if tr.memory_id is not None)
+    return out
 
 
 def _rewrite(
@@ -481,12 +498,13 @@ def _rewrite(
         state.order[ch.topic_path] = ids
 
 
-def _diff(before: State, after: State, created: list[str], now: int) -> Plan:
+def _diff(before: State, after: State, created: list[str], touched: list[str], now: int) -> Plan:
     new = set(created)
     updated: list[str] = []
     moved: set[str] = set()
     topics: set[str] = {after.records[rid].topic for rid in created}
-    for rid, rec in after.records.items():
+    for rid in touched:
+        rec = after.records[rid]
         if rid in new:
             continue
         old = before.records[rid]
@@ -499,12 +517,14 @@ def _diff(before: State, after: State, created: list[str], now: int) -> Plan:
         if (old.topic, old.headings) != (rec.topic, rec.headings):
             moved.add(rid)
             topics.update((old.topic, rec.topic))
-    deleted = tuple(rid for rid in before.records if rid not in after.records)
+    gone = before.records.keys() - after.records.keys()
+    deleted = tuple(rid for rid in before.records if rid in gone) if gone else ()
     topics.update(before.records[rid].topic for rid in deleted)
     # A reorder inside one topic: the surviving records' relative order differs.
     for topic, ids in after.order.items():
-        if ids == before.order.get(topic):
-            continue
+        was_ids = before.order.get(topic, [])
+        if ids[: len(was_ids)] == was_ids:
+            continue  # unchanged, or records appended after the old ones
         kept = [r for r in ids if r in before.records and before.records[r].topic == topic]
         kept_set = set(kept)
         was = [r for r in before.order.get(topic, []) if r in kept_set]
@@ -524,7 +544,7 @@ def _diff(before: State, after: State, created: list[str], now: int) -> Plan:
 
 def _check_citations(
     before: State,
-    after: State,
+    changed: list[Record],
     archived: Callable[[Collection[str]], set[str]],
     batch: Collection[str] | None,
 ) -> None:
@@ -535,20 +555,19 @@ def _check_citations(
                 f"source {sid} of this batch is no longer in the archive",
                 source_id=sid,
             )
+    # Records whose citations did not change were checked when they were installed; the archive is
+    # append-only, and the install transaction checks it against the baseline.
     cited = {
         c.source
-        for rec in after.records.values()
-        if (old := before.records.get(rec.id)) is not rec
-        and (old is None or old.citations != rec.citations)
+        for rec in changed
+        if (old := before.records.get(rec.id)) is None or old.citations != rec.citations
         for c in rec.citations
     }
     present = archived(cited)
     allowed = set(batch) if batch is not None else None
-    for rec in after.records.values():
+    for rec in changed:
         old = before.records.get(rec.id)
-        if old is rec or (old is not None and old.citations == rec.citations):
-            # Checked when they were installed; the archive is append-only and the install
-            # transaction checks it against the baseline.
+        if old is not None and old.citations == rec.citations:
             continue
         kept = {c.source for c in old.citations} if old is not None else set()
         for c in rec.citations:
@@ -570,8 +589,9 @@ def _check_citations(
                 )
 
 
-def _check_links(after: State) -> None:
-    for rec in after.records.values():
+def _check_links(after: State, changed: list[Record] | None) -> None:
+    """Check the links of ``changed`` records (of every record when None: after a delete or move)."""
+    for rec in after.records.values() if changed is None else changed:
         for topic, target in record_links(rec.content, rec.topic):
             hit = after.records.get(target)
             if hit is None or hit.topic != topic:

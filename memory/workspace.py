@@ -674,8 +674,21 @@ class MemoryWorkspace:
                 # Rows keep their position unless something before them moved: only records
                 # created, changed or shifted are written (appending to a large topic writes the
                 # new rows, not the topic).
-                was = {rid: n for n, rid in enumerate(p.before.order.get(topic, ()))}
-                for pos, rid in enumerate(after.order.get(topic, ())):
+                old_order = p.before.order.get(topic, [])
+                new_order = after.order.get(topic, [])
+                # Records appended after the old ones leave every old position as it was: only
+                # the appended rows and the touched old ones are written.
+                skip = len(old_order) if new_order[: len(old_order)] == old_order else 0
+                was = {rid: n for n, rid in enumerate(old_order)} if not skip else {}
+                kept = []
+                if skip:
+                    for rid in touched - created:
+                        if after.records[rid].topic == topic:
+                            at = new_order.index(rid)
+                            if at < skip:
+                                kept.append(at)
+                for pos in [*kept, *range(skip, len(new_order))]:
+                    rid = new_order[pos]
                     if rid not in touched and was.get(rid) == pos:
                         continue
                     rec = after.records[rid]
