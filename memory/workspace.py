@@ -11,7 +11,8 @@ Tables of ``memory.db``:
 
 * ``meta``: ``workspace_id`` (the marker value), ``revision`` (bumped by every install), ``schema_version``;
 * ``sources``: the append-only source archive, one row per turn handed to a writer (session id, node id,
-  speaker, text, content hash), keyed by its content address; triggers refuse ``UPDATE`` and ``DELETE``;
+  speaker, text with credentials redacted, content hash, the original text's hash, what was redacted),
+  keyed by its content address; triggers refuse ``UPDATE`` and ``DELETE``;
 * ``records``, ``citations`` (record -> source, label, snippet) and ``links`` (record -> record, derived
   from ``[[topic#^id]]`` in content);
 * ``records_fts``: an FTS5 index over records' content, tags, headings and topic, ensured at open;
@@ -51,6 +52,7 @@ from memory.errors import (
     WorkspaceStoreError,
 )
 from memory.records import CORE_TOPIC, Citation, Record, Source, content_hash, source_id
+from memory.secrets import redacted
 from memory.transactions import Plan, State, plan, record_links
 from memory.views import render_core, render_topic, render_views_dir
 
@@ -122,7 +124,9 @@ CREATE TABLE sources (
     text TEXT NOT NULL,
     content_hash TEXT NOT NULL,
     created_at TEXT NOT NULL,
-    archived_at INTEGER NOT NULL
+    archived_at INTEGER NOT NULL,
+    original_hash TEXT,
+    redactions TEXT NOT NULL DEFAULT '[]'
 );
 CREATE INDEX sources_by_node ON sources (node_id);
 CREATE TRIGGER sources_no_update BEFORE UPDATE ON sources
@@ -235,9 +239,20 @@ class MemoryWorkspace:
                     self._set_meta("workspace_id", new_id())
                     self._set_meta("revision", "0")
                     self._set_meta("schema_version", str(SCHEMA_VERSION))
+                self._add_redaction_columns()
                 self.ensure_search_index()
         if self._views_revision() != (self.id, self.revision):
             self.render_views()
+
+    def _add_redaction_columns(self) -> None:
+        """Give a workspace made before credentials were redacted from the archive its two columns."""
+        have = {r[1] for r in self.conn.execute("PRAGMA table_info(sources)")}
+        if "original_hash" not in have:
+            self.conn.execute("ALTER TABLE sources ADD COLUMN original_hash TEXT")
+        if "redactions" not in have:
+            self.conn.execute(
+                "ALTER TABLE sources ADD COLUMN redactions TEXT NOT NULL DEFAULT '[]'"
+            )
 
     def _table_exists(self, name: str) -> bool:
         row = self.conn.execute(
@@ -386,21 +401,32 @@ class MemoryWorkspace:
         Content-addressed and append-only: a turn already archived is not written again, and when
         every turn is already there nothing is written at all (the file's bytes stay as they were).
 
+        Credentials never reach the archive: every one :func:`memory.secrets.scan` finds is replaced
+        by ``[redacted <kind>]`` before the row is written. The row keeps the SHA-256 of the original
+        text (``original_hash``) and the kind and offsets of each credential (``redactions``), never
+        the value; its ``content_hash`` is the hash of the stored, redacted text, and its id the
+        content address of the original turn (so archiving the same turn again is still a no-op).
+
         Raises:
             WorkspaceStoreError: the database failed.
         """
-        sources = [
-            Source(
-                source_id(n.session_id, n.id, n.role.value, n.text),
-                n.session_id,
-                n.id,
-                n.role.value,
-                n.text,
-                content_hash(n.text),
-                n.created_at.isoformat(),
+        sources = []
+        for n in nodes:
+            original = n.text
+            text, found = redacted(original)
+            sources.append(
+                Source(
+                    source_id(n.session_id, n.id, n.role.value, original),
+                    n.session_id,
+                    n.id,
+                    n.role.value,
+                    text,
+                    content_hash(text),
+                    n.created_at.isoformat(),
+                    content_hash(original),
+                    tuple((f.kind, f.start, f.end) for f in found),
+                )
             )
-            for n in nodes
-        ]
         known = self._present([s.id for s in sources])
         todo = [s for s in sources if s.id not in known]
         if todo:
@@ -408,7 +434,8 @@ class MemoryWorkspace:
             with self._txn() as c:
                 c.executemany(
                     "INSERT OR IGNORE INTO sources (id, session_id, node_id, speaker, text, "
-                    "content_hash, created_at, archived_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "content_hash, created_at, archived_at, original_hash, redactions) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [
                         (
                             s.id,
@@ -419,6 +446,8 @@ class MemoryWorkspace:
                             s.content_hash,
                             s.created_at,
                             now,
+                            s.original_hash,
+                            json.dumps([list(r) for r in s.redactions]),
                         )
                         for s in todo
                     ],
@@ -442,7 +471,10 @@ class MemoryWorkspace:
 
     def sources(self, ids: Collection[str] | None = None) -> list[Source]:
         """Return archived sources (those of ``ids`` that exist, or all), in archive order."""
-        sql = "SELECT id, session_id, node_id, speaker, text, content_hash, created_at FROM sources"
+        sql = (
+            "SELECT id, session_id, node_id, speaker, text, content_hash, created_at, "
+            "coalesce(original_hash, ''), redactions FROM sources"
+        )
         with _translated():
             if ids is None:
                 rows = self.conn.execute(sql + " ORDER BY rowid").fetchall()
@@ -455,7 +487,20 @@ class MemoryWorkspace:
                     rows += self.conn.execute(
                         f"{sql} WHERE id IN ({marks}) ORDER BY rowid", chunk
                     ).fetchall()
-        return [Source(*r) for r in rows]
+        return [
+            Source(
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                r[5],
+                r[6],
+                r[7],
+                tuple((str(k), int(a), int(b)) for k, a, b in json.loads(r[8])),
+            )
+            for r in rows
+        ]
 
     def _archive_digest(self, top: int) -> tuple[int, str]:
         """Count and hash the archive's content hashes up to rowid ``top``.
