@@ -23,8 +23,8 @@ injectable callables returning seconds (``time.time``).
 from __future__ import annotations
 
 import json
+import os
 import re
-import shutil
 import sqlite3
 import time as _time
 from collections.abc import Callable, Iterator
@@ -613,6 +613,10 @@ def export_markdown(ws: MemoryWorkspace, directory: str | Path) -> list[Path]:
     written here can be edited and applied back with :func:`memory.editing.apply_edits` as long as the
     workspace has not changed since.
 
+    Files are written inside ``directory`` only: a symlinked folder on the way is refused
+    (``ValueError``), and a file that is a symlink is replaced by a regular file, its target left
+    alone.
+
     Returns:
         The files written, sorted.
     """
@@ -620,9 +624,22 @@ def export_markdown(ws: MemoryWorkspace, directory: str | Path) -> list[Path]:
     root = Path(directory)
     out = []
     for src in sorted(p for p in ws.views_path.rglob("*") if p.is_file()):
-        target = root / src.relative_to(ws.views_path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src, target)
+        rel = src.relative_to(ws.views_path)
+        target = root / rel
+        # Never write through a link: a folder on the way that is a symlink is refused, and a
+        # file that is one is replaced (the link, not its target) by writing beside it and renaming.
+        where = root
+        for part in rel.parts[:-1]:
+            where = where / part
+            if where.is_symlink():
+                raise ValueError(f"{where} is a symlink; export writes only inside {root}")
+            where.mkdir(parents=True, exist_ok=True)
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp.unlink(missing_ok=True)
+        with open(tmp, "xb") as f:
+            f.write(src.read_bytes())
+        os.replace(tmp, target)
         out.append(target)
     return out
 

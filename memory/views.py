@@ -197,24 +197,43 @@ def render_views_dir(
     The files are written to a new directory under ``root/.views/``, then the ``views`` symlink is
     replaced by one pointing at it (``os.replace`` of a symlink is atomic on POSIX), and the old
     directory is removed. A crash at any moment leaves ``views`` showing either the old or the new
-    rendering, never a mix; stray directories are removed by the next render.
+    rendering, never a mix; stray directories are removed by the next render. Nothing is written or
+    removed through a symlink: a ``.views`` that is a symlink is replaced by a real directory (the
+    link is removed, never its target), and links inside it are unlinked, not followed. The caller
+    holds the workspace's write lock, so two renders never clean up each other's directories.
+
+    Raises:
+        NotADirectoryError: ``root/views`` is a real directory (not the symlink kept there).
+        OSError: the files cannot be written.
     """
     stage_root = root / ".views"
+    link = root / "views"
+    if link.is_dir() and not link.is_symlink():
+        raise NotADirectoryError(
+            f"{link} is a directory; the workspace keeps a symlink there (to .views/<render>): "
+            "move the directory away"
+        )
+    if stage_root.is_symlink() or (stage_root.exists() and not stage_root.is_dir()):
+        # Never render into (or clean up) a place outside the workspace: drop the link itself.
+        stage_root.unlink()
     stage_root.mkdir(exist_ok=True)
     name = f"r{os.getpid()}-{os.urandom(4).hex()}"
     stage = stage_root / name
+    stage.mkdir()
     for rel, text in files.items():
         target = stage / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "w", encoding="utf-8", newline="\n") as f:
+        with open(target, "x", encoding="utf-8", newline="\n") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
-    stage.mkdir(parents=True, exist_ok=True)
-    link = root / "views"
     tmp_link = root / f".views-{name}.lnk"
     os.symlink(os.path.join(".views", name), tmp_link)
     os.replace(tmp_link, link)
     for old in stage_root.iterdir():
-        if old.name != name:
+        if old.name == name:
+            continue
+        if old.is_symlink() or not old.is_dir():
+            old.unlink(missing_ok=True)
+        else:
             shutil.rmtree(old, ignore_errors=True)

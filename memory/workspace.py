@@ -207,9 +207,17 @@ class MemoryWorkspace:
         timeout: float = 5.0,
     ) -> None:
         self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise WorkspaceStoreError(f"workspace {self.path} cannot be a directory: {e}") from e
         self.db_path = self.path / "memory.db"
         self.lock_path = self.path / "write.lock"
+        if self.lock_path.is_dir():
+            raise WorkspaceStoreError(
+                f"{self.lock_path} is a directory; the workspace's write lock must be a file "
+                "(move the directory away)"
+            )
         self.lock_path.touch(exist_ok=True)
         self.count_tokens = count_tokens
         self.core_budget = core_budget
@@ -241,8 +249,31 @@ class MemoryWorkspace:
                     self._set_meta("schema_version", str(SCHEMA_VERSION))
                 self._add_redaction_columns()
                 self.ensure_search_index()
+        self._refresh_views()
+
+    def _refresh_views(self) -> None:
+        """Render the views when they do not show the current revision or are incomplete.
+
+        Done only when the write lock is free at once: a writer holding it renders when it ends,
+        and two renders never run together (each removes the other renderings it finds).
+        """
+        if self._views_complete():
+            return
+        try:
+            with self.write_lock(timeout=0.0):
+                if not self._views_complete():
+                    self.render_views()
+        except WorkspaceBusyError:
+            return
+
+    def _views_complete(self) -> bool:
+        """Whether ``views/`` names this workspace and revision and holds every file it should."""
         if self._views_revision() != (self.id, self.revision):
-            self.render_views()
+            return False
+        root = self.views_path
+        return (root / "core.md").is_file() and all(
+            (root / "topics" / f"{t}.md").is_file() for t in self.topics()
+        )
 
     def _add_redaction_columns(self) -> None:
         """Give a workspace made before credentials were redacted from the archive its two columns."""
@@ -861,8 +892,14 @@ class MemoryWorkspace:
     def render_views(self) -> list[str]:
         """Render ``topics/**/*.md``, ``core.md`` and ``views.json`` and swap them in atomically.
 
+        Holds the write lock while it swaps and cleans up (see :func:`memory.views.render_views_dir`).
+
         Returns:
             The relative paths whose bytes changed (added, changed or removed), sorted.
+
+        Raises:
+            WorkspaceBusyError: another process holds the write lock (1 second).
+            WorkspaceStoreError: the views cannot be written (``views`` is a real directory, say).
         """
         st = self.state()
         files: dict[str, str] = {}
@@ -881,8 +918,12 @@ class MemoryWorkspace:
             )
             + "\n"
         )
-        old = self._view_files()
-        render_views_dir(self.path, files)
+        with self.write_lock():
+            old = self._view_files()
+            try:
+                render_views_dir(self.path, files)
+            except OSError as e:
+                raise WorkspaceStoreError(f"cannot render the views: {e}") from e
         return sorted(
             p for p in old.keys() | files.keys() if p != "views.json" and old.get(p) != files.get(p)
         )
