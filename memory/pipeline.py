@@ -261,8 +261,8 @@ class WritePipeline:
 
         Args:
             session_id: The session.
-            force: False after each turn: write only while a full batch (``budget`` tokens) is
-                owed on the head's branch. True at the session boundary: write until nothing is
+            force: False after each turn: write only while a full batch (``budget`` tokens, or
+                :data:`MAX_BATCH_TURNS` turns) is owed on the head's branch. True at the session boundary: write until nothing is
                 owed, on every live tip, the head first.
 
         Returns:
