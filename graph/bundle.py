@@ -16,6 +16,17 @@ Layout (msgpack, a closed set of plain types, no extension types)::
                    "rewound": [node id, ...]}, ...]}             # parents before spawned sessions
 
 Times are integer microseconds since the Unix epoch.
+
+A bundle is checked like any other write before anything is stored: every value is a plain JSON-safe
+type (``None``, booleans, integers, floats, strings, lists and string-keyed maps: no bytes, no msgpack
+extension type, the msgpack ``Timestamp`` included, which msgpack decodes without asking), every field
+has the shape above (markers a map of maps, rewound a list of ids, and so on), and the import goes
+through the store's own checked writes in one transaction: nodes through ``add_nodes`` (predecessors,
+cycles, duplicates), heads, rewound stamps through ``rewind``, and markers through ``mark``; the
+``memory`` provider's markers are checked with the memory eligibility, so a bundle whose markers leave
+a gap (an unmarked eligible turn above a marked one, which would hide turns from ``pending``) is
+refused with ``MarkerGapError`` (another provider's eligibility is not known here). Any refusal stores
+nothing. Exporting refuses a session whose metadata holds bytes, so what is written reads back.
 """
 
 from __future__ import annotations
@@ -29,7 +40,7 @@ import msgpack
 from pydantic import TypeAdapter, ValidationError
 
 from graph.errors import CodecError, GraphError
-from graph.index import Eligible
+from graph.index import MEMORY_ELIGIBLE, Eligible
 from graph.models import Block, Kind, Node, Role, from_micros, to_micros, utcnow
 from graph.store import BaseStore
 
@@ -51,6 +62,8 @@ MAGIC = b"sessiongraph-bundle"
 
 _blocks: TypeAdapter[tuple[Block, ...]] = TypeAdapter(tuple[Block, ...])
 _NOTHING_ELIGIBLE = Eligible(kinds=frozenset())
+_MARKER_CHECK = {"memory": MEMORY_ELIGIBLE}
+"""Providers whose eligibility is known here, so their markers' prefix rule is checked on import."""
 
 
 class BundleError(GraphError, ValueError):
@@ -83,6 +96,114 @@ class BundleReport:
 
 def _no_ext(code: int, data: bytes) -> Any:
     raise CodecError(f"msgpack extension type {code}", "not in the allow-list")
+
+
+def _plain_problem(data: Any) -> str | None:
+    """Where ``data`` holds a value that is not plain JSON-safe data, and what it is; None if nowhere.
+
+    Iterative (a deeply nested value cannot exhaust the stack) and linear in the values walked.
+    """
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(data, ())]
+    while stack:
+        value, where = stack.pop()
+        if value is None or isinstance(value, bool | int | float | str):
+            continue
+        if isinstance(value, list):
+            stack.extend((v, (*where, i)) for i, v in enumerate(value))
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                if not isinstance(k, str):
+                    return f"{_where(where)} has a {type(k).__name__} key"
+                stack.append((v, (*where, k)))
+        else:
+            kind = "bytes" if isinstance(value, bytes | bytearray) else type(value).__name__
+            return f"{_where(where)} is {kind}, not plain JSON-safe data"
+    return None
+
+
+def _where(path: tuple[str | int, ...]) -> str:
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else p)
+    return out or "the bundle"
+
+
+_OPT_STR = (str, type(None))
+_SESSION_FIELDS: dict[str, tuple[type, ...]] = {
+    "id": (str,),
+    "title": _OPT_STR,
+    "created_at": (int,),
+    "updated_at": (int, type(None)),
+    "head": _OPT_STR,
+    "metadata": (dict, type(None)),
+    "spawned_from": _OPT_STR,
+    "parent_session": _OPT_STR,
+    "nodes": (list, type(None)),
+    "markers": (dict, type(None)),
+    "rewound": (list, type(None)),
+}
+_NODE_FIELDS: dict[str, tuple[type, ...]] = {
+    "id": (str,),
+    "predecessor": _OPT_STR,
+    "kind": (str,),
+    "role": (str,),
+    "content": (str, list),
+    "created_at": (int,),
+    "metadata": (dict, type(None)),
+    "covers": (list, type(None)),
+}
+_REQUIRED_SESSION = ("id", "created_at")
+_REQUIRED_NODE = ("id", "predecessor", "kind", "role", "content", "created_at")
+
+
+def _fields(
+    rec: Any, spec: dict[str, tuple[type, ...]], required: tuple[str, ...], where: str
+) -> str | None:
+    if not isinstance(rec, dict):
+        return f"{where} is a {type(rec).__name__}, not a map"
+    for name in required:
+        if name not in rec:
+            return f"{where} has no {name!r}"
+    for name, types in spec.items():
+        if name in rec and (
+            not isinstance(rec[name], types) or isinstance(rec[name], bool) and bool not in types
+        ):
+            want = " or ".join("null" if t is type(None) else t.__name__ for t in types)
+            return f"{where}.{name} is a {type(rec[name]).__name__}, expected {want}"
+    return None
+
+
+def _shape_problem(data: dict[str, Any]) -> str | None:
+    """What is wrong with the shape of a bundle's sessions (see the module doc), or None."""
+    for i, rec in enumerate(data["sessions"]):
+        where = f"sessions[{i}]"
+        problem = _fields(rec, _SESSION_FIELDS, _REQUIRED_SESSION, where)
+        if problem:
+            return problem
+        for j, n in enumerate(rec.get("nodes") or ()):
+            problem = _fields(n, _NODE_FIELDS, _REQUIRED_NODE, f"{where}.nodes[{j}]")
+            if problem:
+                return problem
+            if any(not isinstance(c, str) for c in n.get("covers") or ()):
+                return f"{where}.nodes[{j}].covers holds a value that is not a node id"
+        for provider, pm in (rec.get("markers") or {}).items():
+            if not isinstance(pm, dict) or any(
+                not isinstance(k, str) or not _marker_values(v) for k, v in pm.items()
+            ):
+                return (
+                    f"{where}.markers.{provider} is not a map of node id -> marker values "
+                    "(markers are {provider: {node id: [value, ...]}}, or one value in version 1)"
+                )
+        if any(not isinstance(r, str) for r in rec.get("rewound") or ()):
+            return f"{where}.rewound holds a value that is not a node id"
+    return None
+
+
+def _marker_values(v: Any) -> bool:
+    """Whether ``v`` is a node's marker values: a list of strings (version 2) or one (version 1)."""
+    if isinstance(v, str):
+        return True
+    return isinstance(v, list) and bool(v) and all(isinstance(x, str) for x in v)
 
 
 def _session_record(store: BaseStore, session_id: str) -> dict[str, Any]:
@@ -140,14 +261,19 @@ def export_session(
 
     Raises:
         UnknownSessionError: no such session.
+        BundleError: the session's metadata holds a value a bundle cannot carry (bytes).
         OSError: the file cannot be written.
     """
     order = [session_id]
+    seen = {session_id}
     store.session(session_id)
     if spawned:
         i = 0
         while i < len(order):
-            order.extend(c.id for c in store.spawns(order[i]) if c.id not in order)
+            for c in store.spawns(order[i]):
+                if c.id not in seen:
+                    seen.add(c.id)
+                    order.append(c.id)
             i += 1
     data = {
         "format": MAGIC.decode(),
@@ -155,6 +281,9 @@ def export_session(
         "exported_at": to_micros(utcnow()),
         "sessions": [_session_record(store, sid) for sid in order],
     }
+    problem = _plain_problem(data)
+    if problem:
+        raise BundleError(path, f"cannot export: {problem}")
     payload: bytes = msgpack.packb(data, use_bin_type=True)
     Path(path).write_bytes(payload)
     return len(payload)
@@ -179,6 +308,9 @@ def read_bundle(path: Path | str) -> dict[str, Any]:
         raise BundleError(path, f"bundle version {version!r} is newer than {BUNDLE_VERSION}")
     if not isinstance(data.get("sessions"), list):
         raise BundleError(path, "no sessions")
+    problem = _plain_problem(data) or _shape_problem(data)
+    if problem:
+        raise BundleError(path, problem)
     return data
 
 
@@ -201,12 +333,13 @@ def import_bundle(store: BaseStore, path: Path | str) -> BundleReport:
     """Import a bundle in one transaction: sessions, nodes, heads, markers and rewound stamps.
 
     Sessions that already exist keep their title and metadata; their missing nodes are added.
-    Markers are restored exactly as exported (the prefix rule was checked when they were written).
+    Markers are restored exactly as exported, through :meth:`BaseStore.mark`, so the prefix rule is
+    checked again (a bundle is checked like any other write; see the module doc).
 
     Raises:
         BundleError: the file is not a bundle this version reads.
-        GraphError: the store refused a write (a node id held by another session, say); nothing
-            was stored.
+        GraphError: the store refused a write (a node id held by another session, a marker gap:
+            ``MarkerGapError``); nothing was stored.
     """
     data = read_bundle(path)
     report = BundleReport()
@@ -233,7 +366,12 @@ def import_bundle(store: BaseStore, path: Path | str) -> BundleReport:
                         for value in [values] if isinstance(values, str) else values:
                             groups.setdefault((provider, value), []).append(node_id)
                 for (provider, value), ids in groups.items():
-                    report.markers += store.mark(sid, ids, provider, value, _NOTHING_ELIGIBLE)
+                    # The memory provider's markers are checked with its eligibility (the default
+                    # of pending): a gap would hide the unmarked turns above a marked one. Another
+                    # provider's eligibility is its own and not in the bundle, so its markers are
+                    # restored as exported.
+                    eligible = _MARKER_CHECK.get(provider, _NOTHING_ELIGIBLE)
+                    report.markers += store.mark(sid, ids, provider, value, eligible)
                 report.session_ids.append(sid)
     except (KeyError, TypeError, ValueError, ValidationError) as e:
         if isinstance(e, GraphError):

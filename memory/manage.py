@@ -23,8 +23,8 @@ injectable callables returning seconds (``time.time``).
 from __future__ import annotations
 
 import json
+import os
 import re
-import shutil
 import sqlite3
 import time as _time
 from collections.abc import Callable, Iterator
@@ -36,7 +36,7 @@ from graph.store import BaseStore
 from memory import caps
 from memory.changes import ChangeSet, DeleteRecord
 from memory.errors import MemoryLayerError, RejectedError, Rejection, WorkspaceStoreError
-from memory.pipeline import PROVIDER
+from memory.pipeline import owed_ids
 from memory.records import Citation, Record
 from memory.transactions import Plan, record_links
 from memory.workspace import MemoryWorkspace, SearchHit
@@ -208,7 +208,7 @@ class WorkspaceStatus:
     sources: int
     tombstones: int
     pending: tuple[tuple[str, str, int], ...]
-    """``(session_id, title, pending turns on the head's branch)`` for sessions owing turns."""
+    """``(session_id, title, turns owed on every live tip)`` for sessions owing turns."""
     last_failure: tuple[str, str, int] | None
     """``(session_id, reason code, at micros)`` of the latest recorded failure, or None."""
 
@@ -613,6 +613,10 @@ def export_markdown(ws: MemoryWorkspace, directory: str | Path) -> list[Path]:
     written here can be edited and applied back with :func:`memory.editing.apply_edits` as long as the
     workspace has not changed since.
 
+    Files are written inside ``directory`` only: a symlinked folder on the way is refused
+    (``ValueError``), and a file that is a symlink is replaced by a regular file, its target left
+    alone.
+
     Returns:
         The files written, sorted.
     """
@@ -620,9 +624,22 @@ def export_markdown(ws: MemoryWorkspace, directory: str | Path) -> list[Path]:
     root = Path(directory)
     out = []
     for src in sorted(p for p in ws.views_path.rglob("*") if p.is_file()):
-        target = root / src.relative_to(ws.views_path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src, target)
+        rel = src.relative_to(ws.views_path)
+        target = root / rel
+        # Never write through a link: a folder on the way that is a symlink is refused, and a
+        # file that is one is replaced (the link, not its target) by writing beside it and renaming.
+        where = root
+        for part in rel.parts[:-1]:
+            where = where / part
+            if where.is_symlink():
+                raise ValueError(f"{where} is a symlink; export writes only inside {root}")
+            where.mkdir(parents=True, exist_ok=True)
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp.unlink(missing_ok=True)
+        with open(tmp, "xb") as f:
+            f.write(src.read_bytes())
+        os.replace(tmp, target)
         out.append(target)
     return out
 
@@ -630,14 +647,14 @@ def export_markdown(ws: MemoryWorkspace, directory: str | Path) -> list[Path]:
 def workspace_status(ws: MemoryWorkspace, store: BaseStore) -> WorkspaceStatus:
     """Count what the workspace holds and what each session still owes it.
 
-    Pending turns are counted on each session's head's branch for this workspace's id (the markers of
-    other providers and of earlier workspace ids do not count). The last failure is the latest
+    Pending turns are counted on every live tip of each session (a turn shared by branches once), for
+    this workspace's id (the markers of other providers and of earlier workspace ids do not count). The last failure is the latest
     ``failed`` entry of the workspace's watch bookkeeping (the idle watcher's and ``memory write``'s).
     """
     c = ws.conn
     pending = []
     for s in store.sessions(100_000):
-        n = len(store.pending_ids(s.id, PROVIDER, ws.id))
+        n = len(owed_ids(store, s.id, ws.id))
         if n:
             pending.append((s.id, s.title, n))
     failure = c.execute(

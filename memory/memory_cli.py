@@ -500,7 +500,7 @@ def write(
     ] = None,
 ) -> None:
     """Write what the sessions owe this workspace (every live tip, the head first), with progress."""
-    from memory.pipeline import PROVIDER, WritePipeline
+    from memory.pipeline import WritePipeline, owed_ids
 
     with _errors():
         ws, store = _ws(ctx), _store(ctx)
@@ -510,7 +510,7 @@ def write(
             ids = [  # abandoned sub-agents (spawned from a rewound node) are written only by id
                 s.id
                 for s in store.sessions(100_000)
-                if store.pending_ids(s.id, PROVIDER, ws.id) and not is_abandoned(store, s)
+                if owed_ids(store, s.id, ws.id) and not is_abandoned(store, s)
             ]
         names = session_short_forms(store)
         pipeline = WritePipeline(ws, store)
@@ -519,7 +519,7 @@ def write(
             task = bar.add_task("writing memory", total=len(ids))
             for sid in ids:
                 bar.update(task, description=f"writing {markup(names[sid])}")
-                owed = len(store.pending_ids(sid, PROVIDER, ws.id))
+                owed = len(owed_ids(store, sid, ws.id))
                 failure = pipeline.write(sid, force=True)
                 stamp = to_micros(store.session(sid).updated_at)
                 if failure is None:

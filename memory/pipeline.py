@@ -1,14 +1,18 @@
 """The write pipeline: pending turns -> batches -> archive -> writer -> validate -> install -> mark.
 
-DESIGN.md section 6 and seed 001 sections 01-03 and 07. One pass writes one batch:
+One pass writes one batch:
 
 1. ``archive``: the batch's turns go into the append-only source archive (a repeat is a no-op);
 2. ``write``: the writer gets the batch and the current records and answers with changes;
 3. ``validate``: the changes are planned against the baseline read before step 2; a rejection gets one
    repair attempt (the baseline is read again first); a second rejection is ``COMMIT_REJECTED``;
-4. ``install``: one SQLite transaction (which also checks the archive against the baseline), then the
-   views are rendered and swapped in;
+4. ``install``: one SQLite transaction (which also checks the archive against the baseline);
 5. ``mark``: ``written["memory"] = <workspace id>`` on exactly the batch's nodes.
+
+When a call installed anything, the views are rendered and swapped in once, as the call ends (also
+when it ends in a failure after some batches). Rendering after every batch rewrote each growing topic
+file once per batch, which made a long session's write quadratic; a crash before the render leaves
+views that name an older revision, and opening the workspace renders them again.
 
 Nothing is marked unless the transaction installed and changed something. Archiving before writing and
 marking last means a crash between any two steps loses nothing: the turns stay pending and the batch is
@@ -16,7 +20,7 @@ written again at worst; a batch installed but not marked is recognized from the 
 journal and only marked. The whole call holds the workspace's cross-process write lock, taken with a
 1 second timeout (busy: the retryable ``CONCURRENT_UPDATE``).
 
-Return contract of :meth:`WritePipeline.write` (seed 001 section 07): ``None`` when everything owed
+Return contract of :meth:`WritePipeline.write`: ``None`` when everything owed
 was written or nothing is owed yet; otherwise a :class:`WriteFailure` whose ``retryable`` says whether
 the same call may succeed later.
 """
@@ -45,10 +49,13 @@ from memory.writers import DigestWriter, Writer, WriteRequest
 __all__ = [
     "PROVIDER",
     "STEPS",
+    "MAX_BATCH_TURNS",
     "FailureReason",
     "WriteFailure",
     "WritePipeline",
+    "owed_ids",
     "split_batches",
+    "write_tips",
 ]
 
 log = logging.getLogger(__name__)
@@ -56,8 +63,9 @@ log = logging.getLogger(__name__)
 PROVIDER = "memory"
 """The provider name of the memory layer's markers."""
 
-STEPS = ("archived", "written", "validated", "installed", "rendered", "marked")
-"""The points between steps at which :class:`WritePipeline`'s ``hook`` is called, in order."""
+STEPS = ("archived", "written", "validated", "installed", "marked", "rendered")
+"""The points between steps at which :class:`WritePipeline`'s ``hook`` is called, in order
+(``rendered`` once per call, after its last batch)."""
 
 
 class FailureReason(StrEnum):
@@ -101,26 +109,111 @@ def _failure(reason: FailureReason, detail: str) -> WriteFailure:
     return WriteFailure(reason, reason in _RETRYABLE, detail)
 
 
-def split_batches(
-    nodes: Sequence[Node], budget: int, count_tokens: Callable[[str], int] = approx_tokens
-) -> list[list[Node]]:
-    """Cut pending nodes, oldest first, into batches of at most ``budget`` tokens each.
+MAX_BATCH_TURNS = caps.MAX_CHANGES_PER_TRANSACTION
+"""The most turns in one batch (200): a writer that makes one change per turn (the default writer
+makes one record per request) then stays within ``MAX_CHANGES_PER_TRANSACTION``, however short the
+turns are."""
 
-    Greedy from the oldest: a node joins the current batch while the batch stays within the budget;
-    a node larger than the budget alone forms its own batch. So the first batch of a pending list is
-    the same however many turns were appended after it.
+
+def split_batches(
+    nodes: Sequence[Node],
+    budget: int,
+    count_tokens: Callable[[str], int] = approx_tokens,
+    max_turns: int = MAX_BATCH_TURNS,
+) -> list[list[Node]]:
+    """Cut pending nodes, oldest first, into batches of at most ``budget`` tokens and ``max_turns`` turns.
+
+    Greedy from the oldest: a node joins the current batch while the batch stays within the budget
+    and the turn count; a node larger than the budget alone forms its own batch. So the first batch
+    of a pending list is the same however many turns were appended after it.
     """
     batches: list[list[Node]] = []
     used = 0
     for n in nodes:
         cost = count_tokens(n.text)
-        if batches and used + cost <= budget:
+        if batches and used + cost <= budget and len(batches[-1]) < max_turns:
             batches[-1].append(n)
             used += cost
         else:
             batches.append([n])
             used = cost
     return batches
+
+
+def write_tips(store: BaseStore, session_id: str) -> list[NodeId]:
+    """Return the nodes a full write walks from: the head first, then every other live tip."""
+    head = store.session(session_id).head
+    tips: list[NodeId] = [head] if head is not None else []
+    return tips + [t for t in store.tips(session_id) if t != head]
+
+
+def owed_ids(store: BaseStore, session_id: str, workspace_id: str) -> list[NodeId]:
+    """Return the ids of every turn a session owes a workspace, on every live tip, head first.
+
+    A turn shared by several branches is counted once. This is what ``force=True`` writes and what
+    ``memory status`` counts: the head's branch alone would miss the turns of the other live tips
+    (a fork whose writing was interrupted, say).
+
+    Raises:
+        UnknownSessionError: no such session.
+    """
+    seen: set[str] = set()
+    out: list[NodeId] = []
+    for tip in write_tips(store, session_id):
+        for n in store.pending_ids(session_id, PROVIDER, workspace_id, head=tip):
+            if n not in seen:
+                seen.add(n)
+                out.append(n)
+    return out
+
+
+class _Turns:
+    """The pending turns of one tip, read from the store in chunks as batches take them."""
+
+    _CHUNK = 256
+
+    def __init__(self, store: BaseStore, session_id: str, ids: Sequence[str]) -> None:
+        self._store, self._session_id, self._ids = store, session_id, ids
+        self._read: list[Node] = []
+        self._next = 0  # index into ids of the first turn not read yet
+        self._at = 0  # index into _read of the first turn not written yet
+
+    def left(self) -> bool:
+        return self._at < len(self._read) or self._next < len(self._ids)
+
+    def _more(self) -> bool:
+        if self._next >= len(self._ids):
+            return False
+        chunk = self._ids[self._next : self._next + self._CHUNK]
+        self._read = self._read[self._at :] + self._store.nodes(self._session_id, chunk)
+        self._at, self._next = 0, self._next + len(chunk)
+        return True
+
+    def batch(self, budget: int, count_tokens: Callable[[str], int]) -> tuple[list[Node], bool]:
+        """Return the next batch (as :func:`split_batches` cuts it) and whether it is full.
+
+        Full means the turns owed reach ``budget`` tokens or :data:`MAX_BATCH_TURNS` turns: the
+        batch was cut because the next turn did not fit, or it holds ``budget`` tokens exactly.
+        """
+        out: list[Node] = []
+        used = 0
+        k = self._at
+        while True:
+            if k >= len(self._read):
+                if not self._more():
+                    return out, used >= budget
+                k = len(out)  # _more dropped the turns already written
+                continue
+            n = self._read[k]
+            cost = count_tokens(n.text)
+            if out and (used + cost > budget or len(out) >= MAX_BATCH_TURNS):
+                return out, True
+            out.append(n)
+            used += cost
+            k += 1
+
+    def consume(self, count: int) -> None:
+        self._at += count
 
 
 class _Stop(Exception):
@@ -161,14 +254,15 @@ class WritePipeline:
         self.hook = hook
         self.batches_written = 0
         """Batches installed and marked by this object so far (for reports and tests)."""
+        self._installed = False
 
     def write(self, session_id: str, force: bool = False) -> WriteFailure | None:
         """Write what the session owes; the two entry points differ only in ``force``.
 
         Args:
             session_id: The session.
-            force: False after each turn: write only while a full batch (``budget`` tokens) is
-                owed on the head's branch. True at the session boundary: write until nothing is
+            force: False after each turn: write only while a full batch (``budget`` tokens, or
+                :data:`MAX_BATCH_TURNS` turns) is owed on the head's branch. True at the session boundary: write until nothing is
                 owed, on every live tip, the head first.
 
         Returns:
@@ -177,12 +271,18 @@ class WritePipeline:
         """
         try:
             with self.workspace.write_lock(self.lock_timeout):
-                self.store.session(session_id)
-                if force:
-                    for tip in self._tips(session_id):
-                        self._drain(session_id, tip, force=True)
-                else:
-                    self._drain(session_id, None, force=False)
+                self._installed = False
+                try:
+                    self.store.session(session_id)
+                    if force:
+                        for tip in write_tips(self.store, session_id):
+                            self._drain(session_id, tip, force=True)
+                    else:
+                        self._drain(session_id, None, force=False)
+                finally:
+                    if self._installed:
+                        self.workspace.render_views()
+                        self._step("rendered")
         except _Stop as stop:
             return stop.failure
         except WorkspaceBusyError as e:
@@ -200,31 +300,35 @@ class WritePipeline:
         """Return the pending turns of ``head``'s branch (the stored head by default) for this workspace."""
         return self.store.pending(session_id, PROVIDER, self.workspace.id, head=head)
 
-    def _tips(self, session_id: str) -> list[NodeId | None]:
-        head = self.store.session(session_id).head
-        tips: list[NodeId | None] = [head] if head is not None else []
-        tips += [t for t in self.store.tips(session_id) if t != head]
-        return tips
-
     def _drain(self, session_id: str, tip: str | None, *, force: bool) -> None:
-        while True:
-            pending = self.owed(session_id, tip)
-            if not pending:
+        """Write ``tip``'s pending turns batch by batch, reading each turn's payload once.
+
+        The pending ids are walked once (no payload is decoded) and the turns are read in chunks as
+        the batches consume them, so a pass costs its batch, not the rest of the branch: writing a
+        session of N turns decodes each of them once.
+        """
+        ids = self.store.pending_ids(session_id, PROVIDER, self.workspace.id, head=tip)
+        turns = _Turns(self.store, session_id, ids)
+        while turns.left():
+            batch, full = turns.batch(self.budget, self.count_tokens)
+            if not force and not full:
                 return
-            if not force and sum(self.count_tokens(n.text) for n in pending) < self.budget:
-                return
-            batch = split_batches(pending, self.budget, self.count_tokens)[0]
-            self._pass(session_id, batch)
-            if [n.id for n in self.owed(session_id, tip)[:1]] == [batch[0].id]:
+            done = self._pass(session_id, batch)
+            if not done or not self._marked(session_id, batch[done - 1].id):
                 raise _Stop(
                     _failure(FailureReason.INTERNAL, "a pass finished without marking its batch")
                 )
+            turns.consume(done)
+
+    def _marked(self, session_id: str, node_id: str) -> bool:
+        return self.store.index(session_id).is_written(node_id, PROVIDER, self.workspace.id)
 
     def _step(self, name: str) -> None:
         if self.hook is not None:
             self.hook(name)
 
-    def _pass(self, session_id: str, batch: list[Node]) -> None:
+    def _pass(self, session_id: str, batch: list[Node]) -> int:
+        """Write one batch; return how many of its turns (a prefix) are now marked."""
         ws = self.workspace
         sources = ws.archive(batch)
         self._step("archived")
@@ -234,7 +338,7 @@ class WritePipeline:
             # Installed by a pass that stopped before marking: mark it, do not write it again.
             self.store.mark(session_id, done, PROVIDER, ws.id)
             self._step("marked")
-            return
+            return len(done)
         batch_ids = [s.id for s in sources]
         rejection: RejectedError | None = None
         for attempt in (1, 2):
@@ -269,8 +373,8 @@ class WritePipeline:
                 continue
             break
         self._step("installed")
-        ws.render_views()
-        self._step("rendered")
+        self._installed = True
         self.store.mark(session_id, node_ids, PROVIDER, ws.id)
         self.batches_written += 1
         self._step("marked")
+        return len(batch)

@@ -59,11 +59,18 @@ class Source:
     speaker: str
     """The node's role: ``user`` or ``assistant``."""
     text: str
-    """The turn's plain text, exactly as handed to the writer."""
+    """The turn's plain text as handed to the writer: the session's text with every credential
+    :func:`memory.secrets.scan` finds replaced by ``[redacted <kind>]``."""
     content_hash: str
     """SHA-256 of ``text`` (:func:`content_hash`), checked before every install."""
     created_at: str = ""
     """When the turn was written (ISO 8601 UTC), from the node."""
+    original_hash: str = ""
+    """SHA-256 of the turn's text as it was in the session, before credentials were redacted (equal
+    to ``content_hash`` when nothing was redacted; empty for rows archived before redaction)."""
+    redactions: tuple[tuple[str, int, int], ...] = ()
+    """What was redacted: ``(kind, start, end)`` per credential, offsets in characters into the
+    original text, kinds from :data:`memory.secrets.KINDS`. The value itself is never kept."""
 
 
 @dataclass(frozen=True, slots=True)

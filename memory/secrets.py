@@ -53,6 +53,7 @@ quoted strings; it would also bring ``requests`` and ``pyyaml`` along for one fu
 
 from __future__ import annotations
 
+import base64
 import math
 import re
 from collections import Counter
@@ -64,6 +65,7 @@ __all__ = [
     "ASSIGNED_SECRET",
     "AWS_ACCESS_KEY_ID",
     "AWS_SECRET_ACCESS_KEY",
+    "BASIC_AUTH",
     "BEARER_TOKEN",
     "GITHUB_TOKEN",
     "GITLAB_TOKEN",
@@ -84,6 +86,7 @@ __all__ = [
     "SecretFinding",
     "check",
     "entropy",
+    "redacted",
     "scan",
 ]
 
@@ -103,6 +106,7 @@ NPM_TOKEN: Final = "npm_token"
 PYPI_TOKEN: Final = "pypi_token"
 JWT: Final = "jwt"
 BEARER_TOKEN: Final = "bearer_token"
+BASIC_AUTH: Final = "basic_auth"
 URL_PASSWORD: Final = "url_password"
 ASSIGNED_SECRET: Final = "assigned_secret"
 HIGH_ENTROPY: Final = "high_entropy_token"
@@ -124,6 +128,7 @@ KINDS: Final = (
     PYPI_TOKEN,
     JWT,
     BEARER_TOKEN,
+    BASIC_AUTH,
     URL_PASSWORD,
     ASSIGNED_SECRET,
     HIGH_ENTROPY,
@@ -244,6 +249,19 @@ def _high_entropy(value: str) -> bool:
     )
 
 
+def _basic_credentials(value: str) -> bool:
+    """Whether a ``Basic`` header value decodes to ``user:password`` (RFC 7617)."""
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return False
+    user, sep, password = decoded.partition(":")
+    return bool(sep and password) and not _PLACEHOLDER.match(password)
+
+
+_DATA_URI = re.compile(r"data:[\w/+.-]+(?:;[\w=.-]+)*;base64,(?P<v>[A-Za-z0-9+/]+={0,2})")
+
+
 def _not_example(value: str) -> bool:
     return not value.endswith("EXAMPLE")
 
@@ -259,8 +277,12 @@ class _Rule(NamedTuple):
 _B = r"(?<![A-Za-z0-9_-])"
 _E = r"(?![A-Za-z0-9_-])"
 _CRED_NAME = (
-    r"(?:api[_-]?key|apikey|access[_-]?key|secret[_-]?key|private[_-]?key|client[_-]?secret"
-    r"|auth[_-]?token|access[_-]?token|refresh[_-]?token|secret|token|password|passwd)"
+    r"(?:(?i:api[_-]?key|apikey|access[_-]?key|secret[_-]?key(?:[_-]?base)?|private[_-]?key"
+    r"|client[_-]?secret|auth[_-]?token|access[_-]?token|refresh[_-]?token|secret|token|password"
+    r"|passwd|passphrase|accountkey)"
+    # An identifier ending in KEY, PASS or PWD after a separator or a camel-case hump
+    # (APP_KEY, ENCRYPTION_KEY, DB_PASS, signingKey): "monkey" and "primary key" are not names.
+    r"|[A-Za-z0-9][_-](?i:key|pass|pwd)|[a-z0-9](?:Key|Pass|Pwd))"
 )
 
 _RULES: Final = (
@@ -320,9 +342,14 @@ _RULES: Final = (
         _looks_random,
     ),
     _Rule(
+        BASIC_AUTH,
+        re.compile(r"(?i:\bbasic)[ \t]+(?P<v>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"),
+        _basic_credentials,
+    ),
+    _Rule(
         URL_PASSWORD,
         re.compile(
-            r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s:/?#@\"'<>]{1,256}"
+            r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s:/?#@\"'<>]{0,256}"
             r":(?P<v>[^\s/?#@\"']{1,256})@[^\s@]"
         ),
         lambda v: not _PLACEHOLDER.match(v),
@@ -330,14 +357,15 @@ _RULES: Final = (
     _Rule(
         ASSIGNED_SECRET,
         re.compile(
-            r"(?i:" + _CRED_NAME + r")[\"']?[ \t]*(?::|=|=>|:=)[ \t]*[\"']?"
+            _CRED_NAME + r"[\"']?[ \t]*(?::|=|=>|:=)[ \t]*[\"']?"
             r"(?P<v>[^\s\"',;`]{8,})"
         ),
         _assigned_literal,
     ),
     _Rule(
         HIGH_ENTROPY,
-        re.compile(r"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_-]{32,}={0,2}(?![A-Za-z0-9+/_=-])"),
+        # ``=`` may come before the run (``APP_KEY=...``, ``X=...``), not inside it.
+        re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{32,}={0,2}(?![A-Za-z0-9+/_=-])"),
         _high_entropy,
     ),
 )
@@ -351,7 +379,13 @@ def _findings(text: str) -> Iterator[SecretFinding]:
                 m.group("v") if has_value else m.group()
             ):
                 continue
-            if rule.kind in (URL_PASSWORD, ASSIGNED_SECRET, AWS_SECRET_ACCESS_KEY, BEARER_TOKEN):
+            if rule.kind in (
+                URL_PASSWORD,
+                ASSIGNED_SECRET,
+                AWS_SECRET_ACCESS_KEY,
+                BEARER_TOKEN,
+                BASIC_AUTH,
+            ):
                 yield SecretFinding(rule.kind, m.start("v"), m.end("v"))
             else:
                 yield SecretFinding(rule.kind, m.start(), m.end())
@@ -370,7 +404,10 @@ def scan(text: str) -> list[SecretFinding]:
         The findings ordered by start offset; empty when the text carries no credential.
     """
     taken: list[SecretFinding] = []
+    data = [m.span("v") for m in _DATA_URI.finditer(text)] if "base64," in text else []
     for f in _findings(text):
+        if f.kind == HIGH_ENTROPY and any(a <= f.start and f.end <= b for a, b in data):
+            continue  # the payload of a data: URI (an image), not a credential
         if not any(f.start < t.end and t.start < f.end for t in taken):
             taken.append(f)
     return sorted(taken, key=lambda f: (f.start, f.end))
@@ -393,3 +430,14 @@ def check(text: str, where: str) -> str:
     if found:
         raise SecretError(where, found, text)
     return text
+
+
+def redacted(text: str) -> tuple[str, list[SecretFinding]]:
+    """Return ``text`` with every credential replaced by ``[redacted <kind>]``, and the findings.
+
+    The findings' offsets are into ``text`` (the original), so they say where each credential was.
+    """
+    found = scan(text)
+    for f in reversed(found):
+        text = text[: f.start] + f"[redacted {f.kind}]" + text[f.end :]
+    return text, found

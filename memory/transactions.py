@@ -14,8 +14,9 @@ Checks, in the order they run:
    a known position and anchor (``UNKNOWN_POSITION``), its fields fit the caps (``OVER_CAP``), hold no
    secret (``SECRET``, naming the kind and offsets only) and have the required form (``MALFORMED``);
 4. no record that existed is missing afterwards without an explicit ``delete_record`` (``RECORD_LOST``);
-5. every source of the batch is still archived (``SOURCE_MISSING``), every citation names an archived
-   source (``UNKNOWN_SOURCE``) and every citation the transaction adds
+5. every source of the batch is still archived (``SOURCE_MISSING``), every citation the transaction
+   adds or changes names an archived source (``UNKNOWN_SOURCE``; the archive is append-only, so the
+   citations already installed stay valid) and every citation the transaction adds
    names a source of this batch (``SOURCE_NOT_IN_BATCH``) when the transaction has a batch;
 6. every ``[[topic#^record-id]]`` link names a record that exists afterwards in that topic
    (``DANGLING_LINK``).
@@ -61,6 +62,8 @@ def new_record_id() -> str:
 
 def record_links(content: str, topic: str) -> tuple[tuple[str, str], ...]:
     """Return the ``(topic, record_id)`` pairs ``content`` links to (an empty topic is ``topic``)."""
+    if "[[" not in content:
+        return ()
     return tuple((m.group(1) or topic, m.group(2)) for m in LINK_RE.finditer(content))
 
 
@@ -225,7 +228,24 @@ def _place(state: State, ids: list[str], dest: Destination, i: int) -> None:
     _check_topic(dest.topic_path, i)
     _check_headings(dest.headings, i)
     order = state.order.setdefault(dest.topic_path, [])
-    section = [n for n, rid in enumerate(order) if state.records[rid].headings == dest.headings]
+    records, headings = state.records, dest.headings
+    # Only the section's first or last record, or the anchor, is needed: scan from the end that
+    # finds it soonest (appending at the end of a large topic costs one step, not the topic).
+    if dest.position in ("before", "after") and dest.anchor_memory_id is not None:
+        try:
+            hit = order.index(dest.anchor_memory_id)
+        except ValueError:
+            hit = -1
+        section = [hit] if hit >= 0 and records[order[hit]].headings == headings else []
+    elif dest.position == "start":
+        section = next(
+            ([n] for n, rid in enumerate(order) if records[rid].headings == headings), []
+        )
+    else:
+        section = next(
+            ([n] for n in range(len(order) - 1, -1, -1) if records[order[n]].headings == headings),
+            [],
+        )
     if dest.position in ("before", "after"):
         anchor = dest.anchor_memory_id
         if anchor is None:
@@ -412,10 +432,27 @@ def plan(
             f"record {rid} would disappear without delete_record; keep its id or delete it explicitly",
             record_id=rid,
         )
-    result = _diff(state, after, created, now)
-    _check_citations(state, after, archived, batch)
-    _check_links(after)
+    # Only the records the changes name can differ from the baseline: the checks below look at
+    # those (a write appending to a large workspace costs its changes, not the workspace).
+    touched = [rid for rid in dict.fromkeys([*created, *_named(changes)]) if rid in after.records]
+    result = _diff(state, after, created, touched, now)
+    changed = [after.records[rid] for rid in touched]
+    _check_citations(state, changed, archived, batch)
+    _check_links(after, None if result.deleted or result.moved else changed)
     return result
+
+
+def _named(changes: ChangeSet) -> list[str]:
+    """The ids of existing records the changes update, move or rewrite, in order."""
+    out: list[str] = []
+    for ch in changes.changes:
+        if isinstance(ch, UpdateRecord):
+            out.append(ch.memory_id)
+        elif isinstance(ch, MoveRecords):
+            out.extend(ch.memory_ids)
+        elif isinstance(ch, RewriteTopic):
+            out.extend(tr.memory_id for tr in ch.records if tr.memory_id is not None)
+    return out
 
 
 def _rewrite(
@@ -461,15 +498,18 @@ def _rewrite(
         state.order[ch.topic_path] = ids
 
 
-def _diff(before: State, after: State, created: list[str], now: int) -> Plan:
+def _diff(before: State, after: State, created: list[str], touched: list[str], now: int) -> Plan:
     new = set(created)
     updated: list[str] = []
     moved: set[str] = set()
     topics: set[str] = {after.records[rid].topic for rid in created}
-    for rid, rec in after.records.items():
+    for rid in touched:
+        rec = after.records[rid]
         if rid in new:
             continue
         old = before.records[rid]
+        if rec is old:
+            continue  # untouched by the changes
         if not rec.same_payload(old):
             updated.append(rid)
             after.records[rid] = replace(rec, updated_at=now)
@@ -477,12 +517,17 @@ def _diff(before: State, after: State, created: list[str], now: int) -> Plan:
         if (old.topic, old.headings) != (rec.topic, rec.headings):
             moved.add(rid)
             topics.update((old.topic, rec.topic))
-    deleted = tuple(rid for rid in before.records if rid not in after.records)
+    gone = before.records.keys() - after.records.keys()
+    deleted = tuple(rid for rid in before.records if rid in gone) if gone else ()
     topics.update(before.records[rid].topic for rid in deleted)
     # A reorder inside one topic: the surviving records' relative order differs.
     for topic, ids in after.order.items():
+        was_ids = before.order.get(topic, [])
+        if ids[: len(was_ids)] == was_ids:
+            continue  # unchanged, or records appended after the old ones
         kept = [r for r in ids if r in before.records and before.records[r].topic == topic]
-        was = [r for r in before.order.get(topic, []) if r in kept]
+        kept_set = set(kept)
+        was = [r for r in before.order.get(topic, []) if r in kept_set]
         if kept != was:
             moved.update(r for r, w in zip(kept, was, strict=True) if r != w)
             topics.add(topic)
@@ -499,7 +544,7 @@ def _diff(before: State, after: State, created: list[str], now: int) -> Plan:
 
 def _check_citations(
     before: State,
-    after: State,
+    changed: list[Record],
     archived: Callable[[Collection[str]], set[str]],
     batch: Collection[str] | None,
 ) -> None:
@@ -510,11 +555,20 @@ def _check_citations(
                 f"source {sid} of this batch is no longer in the archive",
                 source_id=sid,
             )
-    cited = {c.source for rec in after.records.values() for c in rec.citations}
+    # Records whose citations did not change were checked when they were installed; the archive is
+    # append-only, and the install transaction checks it against the baseline.
+    cited = {
+        c.source
+        for rec in changed
+        if (old := before.records.get(rec.id)) is None or old.citations != rec.citations
+        for c in rec.citations
+    }
     present = archived(cited)
     allowed = set(batch) if batch is not None else None
-    for rec in after.records.values():
+    for rec in changed:
         old = before.records.get(rec.id)
+        if old is not None and old.citations == rec.citations:
+            continue
         kept = {c.source for c in old.citations} if old is not None else set()
         for c in rec.citations:
             if c.source not in present:
@@ -535,8 +589,9 @@ def _check_citations(
                 )
 
 
-def _check_links(after: State) -> None:
-    for rec in after.records.values():
+def _check_links(after: State, changed: list[Record] | None) -> None:
+    """Check the links of ``changed`` records (of every record when None: after a delete or move)."""
+    for rec in after.records.values() if changed is None else changed:
         for topic, target in record_links(rec.content, rec.topic):
             hit = after.records.get(target)
             if hit is None or hit.topic != topic:

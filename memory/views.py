@@ -93,6 +93,44 @@ def _footnote(record_id: str, n: int, c: Citation) -> str:
     return f"[^{record_id}-{n}]: [{_label(c.label)}](source:{c.source} {title})"
 
 
+_RENDERED: dict[str, tuple[Record, tuple[str, tuple[str, ...]]]] = {}
+_RENDERED_MAX = 1 << 17
+
+
+def _record_text(rec: Record) -> tuple[str, tuple[str, ...]]:
+    """A record's block below its headings (meta line, content lines) and its footnotes.
+
+    Kept by record id while the record is the same object or an equal one (records are immutable):
+    a write that appends to a large topic renders the new records and reuses the others' text.
+    """
+    hit = _RENDERED.get(rec.id)
+    if hit is not None and (hit[0] is rec or hit[0] == rec):
+        return hit[1]
+    if len(_RENDERED) >= _RENDERED_MAX:
+        _RENDERED.clear()
+    out = _render_record(rec)
+    _RENDERED[rec.id] = (rec, out)
+    return out
+
+
+def _render_record(rec: Record) -> tuple[str, tuple[str, ...]]:
+    block: list[str] = []
+    meta: dict[str, object] = {}
+    if rec.tags:
+        meta["tags"] = list(rec.tags)
+    if rec.time is not None:
+        meta["time"] = rec.time
+    if meta:
+        body = json.dumps(meta, ensure_ascii=False).replace(">", "\\u003e")
+        block.append(f"<!-- record {body} -->")
+    lines = [_line(x) for x in rec.content.split("\n")]
+    refs = " ".join(f"[^{rec.id}-{n}]" for n in range(1, len(rec.citations) + 1))
+    lines[-1] = f"{lines[-1]} {refs} ^{rec.id}" if refs else f"{lines[-1]} ^{rec.id}"
+    block.extend(lines)
+    notes = tuple(_footnote(rec.id, n, c) for n, c in enumerate(rec.citations, 1))
+    return "\n".join(block) + "\n", notes
+
+
 def render_topic(topic: str, records: Iterable[Record]) -> str:
     """Render one topic file (the grammar is in the module docstring).
 
@@ -108,30 +146,20 @@ def render_topic(topic: str, records: Iterable[Record]) -> str:
     previous: tuple[str, ...] = ()
     first = True
     for rec in records:
-        block: list[str] = []
         path = rec.headings
-        same = 0
-        while same < min(len(path), len(previous)) and path[same] == previous[same]:
-            same += 1
+        body, footnotes = _record_text(rec)
         if first or path != previous:
+            same = 0
+            while same < min(len(path), len(previous)) and path[same] == previous[same]:
+                same += 1
             if same == len(path) and len(path) < len(previous):
                 same = 0  # back to a parent section: repeat its whole path
-            block.extend("#" * (k + 2) + " " + path[k] for k in range(same, len(path)))
+            heads = "".join("#" * (k + 2) + " " + path[k] + "\n" for k in range(same, len(path)))
+            out.append("\n" + heads + body)
+        else:
+            out.append("\n" + body)
         previous, first = path, False
-        meta: dict[str, object] = {}
-        if rec.tags:
-            meta["tags"] = list(rec.tags)
-        if rec.time is not None:
-            meta["time"] = rec.time
-        if meta:
-            body = json.dumps(meta, ensure_ascii=False).replace(">", "\\u003e")
-            block.append(f"<!-- record {body} -->")
-        lines = [_line(x) for x in rec.content.split("\n")]
-        refs = " ".join(f"[^{rec.id}-{n}]" for n in range(1, len(rec.citations) + 1))
-        lines[-1] = f"{lines[-1]} {refs} ^{rec.id}" if refs else f"{lines[-1]} ^{rec.id}"
-        block.extend(lines)
-        out.append("\n" + "\n".join(block) + "\n")
-        notes.extend(_footnote(rec.id, n, c) for n, c in enumerate(rec.citations, 1))
+        notes.extend(footnotes)
     if notes:
         out.append("\n" + "\n".join(notes) + "\n")
     return "".join(out)
@@ -169,24 +197,43 @@ def render_views_dir(
     The files are written to a new directory under ``root/.views/``, then the ``views`` symlink is
     replaced by one pointing at it (``os.replace`` of a symlink is atomic on POSIX), and the old
     directory is removed. A crash at any moment leaves ``views`` showing either the old or the new
-    rendering, never a mix; stray directories are removed by the next render.
+    rendering, never a mix; stray directories are removed by the next render. Nothing is written or
+    removed through a symlink: a ``.views`` that is a symlink is replaced by a real directory (the
+    link is removed, never its target), and links inside it are unlinked, not followed. The caller
+    holds the workspace's write lock, so two renders never clean up each other's directories.
+
+    Raises:
+        NotADirectoryError: ``root/views`` is a real directory (not the symlink kept there).
+        OSError: the files cannot be written.
     """
     stage_root = root / ".views"
+    link = root / "views"
+    if link.is_dir() and not link.is_symlink():
+        raise NotADirectoryError(
+            f"{link} is a directory; the workspace keeps a symlink there (to .views/<render>): "
+            "move the directory away"
+        )
+    if stage_root.is_symlink() or (stage_root.exists() and not stage_root.is_dir()):
+        # Never render into (or clean up) a place outside the workspace: drop the link itself.
+        stage_root.unlink()
     stage_root.mkdir(exist_ok=True)
     name = f"r{os.getpid()}-{os.urandom(4).hex()}"
     stage = stage_root / name
+    stage.mkdir()
     for rel, text in files.items():
         target = stage / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "w", encoding="utf-8", newline="\n") as f:
+        with open(target, "x", encoding="utf-8", newline="\n") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
-    stage.mkdir(parents=True, exist_ok=True)
-    link = root / "views"
     tmp_link = root / f".views-{name}.lnk"
     os.symlink(os.path.join(".views", name), tmp_link)
     os.replace(tmp_link, link)
     for old in stage_root.iterdir():
-        if old.name != name:
+        if old.name == name:
+            continue
+        if old.is_symlink() or not old.is_dir():
+            old.unlink(missing_ok=True)
+        else:
             shutil.rmtree(old, ignore_errors=True)

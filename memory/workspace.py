@@ -11,7 +11,8 @@ Tables of ``memory.db``:
 
 * ``meta``: ``workspace_id`` (the marker value), ``revision`` (bumped by every install), ``schema_version``;
 * ``sources``: the append-only source archive, one row per turn handed to a writer (session id, node id,
-  speaker, text, content hash), keyed by its content address; triggers refuse ``UPDATE`` and ``DELETE``;
+  speaker, text with credentials redacted, content hash, the original text's hash, what was redacted),
+  keyed by its content address; triggers refuse ``UPDATE`` and ``DELETE``;
 * ``records``, ``citations`` (record -> source, label, snippet) and ``links`` (record -> record, derived
   from ``[[topic#^id]]`` in content);
 * ``records_fts``: an FTS5 index over records' content, tags, headings and topic, ensured at open;
@@ -37,6 +38,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from graph.ids import new_id
 from graph.models import Node, to_micros, utcnow
@@ -50,6 +52,7 @@ from memory.errors import (
     WorkspaceStoreError,
 )
 from memory.records import CORE_TOPIC, Citation, Record, Source, content_hash, source_id
+from memory.secrets import redacted
 from memory.transactions import Plan, State, plan, record_links
 from memory.views import render_core, render_topic, render_views_dir
 
@@ -121,7 +124,9 @@ CREATE TABLE sources (
     text TEXT NOT NULL,
     content_hash TEXT NOT NULL,
     created_at TEXT NOT NULL,
-    archived_at INTEGER NOT NULL
+    archived_at INTEGER NOT NULL,
+    original_hash TEXT,
+    redactions TEXT NOT NULL DEFAULT '[]'
 );
 CREATE INDEX sources_by_node ON sources (node_id);
 CREATE TRIGGER sources_no_update BEFORE UPDATE ON sources
@@ -202,20 +207,34 @@ class MemoryWorkspace:
         timeout: float = 5.0,
     ) -> None:
         self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise WorkspaceStoreError(
+                f"workspace {self.path}: cannot create the workspace folder: {e.strerror or e}"
+            ) from e
         self.db_path = self.path / "memory.db"
         self.lock_path = self.path / "write.lock"
+        if self.lock_path.is_dir():
+            raise WorkspaceStoreError(
+                f"{self.lock_path} is a directory; the workspace's write lock must be a file "
+                "(move the directory away)"
+            )
         self.lock_path.touch(exist_ok=True)
         self.count_tokens = count_tokens
         self.core_budget = core_budget
         self._timeout = timeout
         self._lock_depth = 0
         self._lock_file: int | None = None
+        self._state_cache: tuple[tuple[int, int], State] | None = None
+        self._digest_cache: tuple[int, int, int, Any] | None = None
         self._open()
 
     # ---------------------------------------------------------------- opening and schema
 
     def _open(self) -> None:
+        self._state_cache = None
+        self._digest_cache = None
         with _translated():
             self.conn = sqlite3.connect(
                 self.db_path, isolation_level=None, timeout=self._timeout, check_same_thread=False
@@ -230,9 +249,43 @@ class MemoryWorkspace:
                     self._set_meta("workspace_id", new_id())
                     self._set_meta("revision", "0")
                     self._set_meta("schema_version", str(SCHEMA_VERSION))
+                self._add_redaction_columns()
                 self.ensure_search_index()
+        self._refresh_views()
+
+    def _refresh_views(self) -> None:
+        """Render the views when they do not show the current revision or are incomplete.
+
+        Done only when the write lock is free at once: a writer holding it renders when it ends,
+        and two renders never run together (each removes the other renderings it finds).
+        """
+        if self._views_complete():
+            return
+        try:
+            with self.write_lock(timeout=0.0):
+                if not self._views_complete():
+                    self.render_views()
+        except WorkspaceBusyError:
+            return
+
+    def _views_complete(self) -> bool:
+        """Whether ``views/`` names this workspace and revision and holds every file it should."""
         if self._views_revision() != (self.id, self.revision):
-            self.render_views()
+            return False
+        root = self.views_path
+        return (root / "core.md").is_file() and all(
+            (root / "topics" / f"{t}.md").is_file() for t in self.topics()
+        )
+
+    def _add_redaction_columns(self) -> None:
+        """Give a workspace made before credentials were redacted from the archive its two columns."""
+        have = {r[1] for r in self.conn.execute("PRAGMA table_info(sources)")}
+        if "original_hash" not in have:
+            self.conn.execute("ALTER TABLE sources ADD COLUMN original_hash TEXT")
+        if "redactions" not in have:
+            self.conn.execute(
+                "ALTER TABLE sources ADD COLUMN redactions TEXT NOT NULL DEFAULT '[]'"
+            )
 
     def _table_exists(self, name: str) -> bool:
         row = self.conn.execute(
@@ -381,21 +434,32 @@ class MemoryWorkspace:
         Content-addressed and append-only: a turn already archived is not written again, and when
         every turn is already there nothing is written at all (the file's bytes stay as they were).
 
+        Credentials never reach the archive: every one :func:`memory.secrets.scan` finds is replaced
+        by ``[redacted <kind>]`` before the row is written. The row keeps the SHA-256 of the original
+        text (``original_hash``) and the kind and offsets of each credential (``redactions``), never
+        the value; its ``content_hash`` is the hash of the stored, redacted text, and its id the
+        content address of the original turn (so archiving the same turn again is still a no-op).
+
         Raises:
             WorkspaceStoreError: the database failed.
         """
-        sources = [
-            Source(
-                source_id(n.session_id, n.id, n.role.value, n.text),
-                n.session_id,
-                n.id,
-                n.role.value,
-                n.text,
-                content_hash(n.text),
-                n.created_at.isoformat(),
+        sources = []
+        for n in nodes:
+            original = n.text
+            text, found = redacted(original)
+            sources.append(
+                Source(
+                    source_id(n.session_id, n.id, n.role.value, original),
+                    n.session_id,
+                    n.id,
+                    n.role.value,
+                    text,
+                    content_hash(text),
+                    n.created_at.isoformat(),
+                    content_hash(original),
+                    tuple((f.kind, f.start, f.end) for f in found),
+                )
             )
-            for n in nodes
-        ]
         known = self._present([s.id for s in sources])
         todo = [s for s in sources if s.id not in known]
         if todo:
@@ -403,7 +467,8 @@ class MemoryWorkspace:
             with self._txn() as c:
                 c.executemany(
                     "INSERT OR IGNORE INTO sources (id, session_id, node_id, speaker, text, "
-                    "content_hash, created_at, archived_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "content_hash, created_at, archived_at, original_hash, redactions) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [
                         (
                             s.id,
@@ -414,6 +479,8 @@ class MemoryWorkspace:
                             s.content_hash,
                             s.created_at,
                             now,
+                            s.original_hash,
+                            json.dumps([list(r) for r in s.redactions]),
                         )
                         for s in todo
                     ],
@@ -437,7 +504,10 @@ class MemoryWorkspace:
 
     def sources(self, ids: Collection[str] | None = None) -> list[Source]:
         """Return archived sources (those of ``ids`` that exist, or all), in archive order."""
-        sql = "SELECT id, session_id, node_id, speaker, text, content_hash, created_at FROM sources"
+        sql = (
+            "SELECT id, session_id, node_id, speaker, text, content_hash, created_at, "
+            "coalesce(original_hash, ''), redactions FROM sources"
+        )
         with _translated():
             if ids is None:
                 rows = self.conn.execute(sql + " ORDER BY rowid").fetchall()
@@ -450,22 +520,67 @@ class MemoryWorkspace:
                     rows += self.conn.execute(
                         f"{sql} WHERE id IN ({marks}) ORDER BY rowid", chunk
                     ).fetchall()
-        return [Source(*r) for r in rows]
+        return [
+            Source(
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                r[5],
+                r[6],
+                r[7],
+                tuple((str(k), int(a), int(b)) for k, a, b in json.loads(r[8])),
+            )
+            for r in rows
+        ]
 
     def _archive_digest(self, top: int) -> tuple[int, str]:
-        h = hashlib.sha256()
-        rows = 0
+        """Count and hash the archive's content hashes up to rowid ``top``.
+
+        The running hash is kept and extended by the rows appended since, as long as no other
+        connection committed in between (SQLite's ``data_version``): this connection only ever
+        appends to the archive, so its rows below the kept top are the ones hashed. Any commit by
+        another connection (a tampering one included) makes the next digest hash the whole archive.
+        """
+        version = self.conn.execute("PRAGMA data_version").fetchone()[0]
+        kept = self._digest_cache
+        if kept is not None and kept[0] == version and kept[1] <= top:
+            _, start, rows, h = kept
+            h = h.copy()
+        else:
+            start, rows, h = 0, 0, hashlib.sha256()
         for (digest,) in self.conn.execute(
-            "SELECT content_hash FROM sources WHERE rowid <= ? ORDER BY rowid", (top,)
+            "SELECT content_hash FROM sources WHERE rowid > ? AND rowid <= ? ORDER BY rowid",
+            (start, top),
         ):
             h.update(digest.encode("ascii", "replace"))
             rows += 1
+        self._digest_cache = (version, top, rows, h.copy())
         return rows, h.hexdigest()
 
     # ---------------------------------------------------------------- records
 
     def state(self) -> State:
-        """Read every record, with its citations, into a :class:`~memory.transactions.State`."""
+        """Read every record, with its citations, into a :class:`~memory.transactions.State`.
+
+        The last state read is kept and handed out again (as a copy) while no other connection
+        committed (SQLite's ``data_version``) and the revision is the same (every change of records
+        through this object bumps it; archiving does not touch records). A write pipeline reads the
+        records twice per batch, so this keeps a pass from reading a large workspace twice.
+        """
+        with _translated():
+            key = (
+                self.conn.execute("PRAGMA data_version").fetchone()[0],
+                int(self._meta("revision")),
+            )
+        if self._state_cache is not None and self._state_cache[0] == key:
+            return self._state_cache[1].copy()
+        st = self._read_state()
+        self._state_cache = (key, st.copy())
+        return st
+
+    def _read_state(self) -> State:
         cites: dict[str, list[Citation]] = {}
         st = State()
         with _translated():
@@ -631,12 +746,32 @@ class MemoryWorkspace:
                 c.execute(f"DELETE FROM {_FTS} WHERE rowid = ?", (rowid,))
                 c.execute("DELETE FROM citations WHERE record_id = ?", (rid,))
                 c.execute("DELETE FROM links WHERE from_record = ?", (rid,))
-            touched = set(p.created) | set(p.updated) | set(p.moved)
+            created = set(p.created)
+            touched = created | set(p.updated) | set(p.moved)
             for topic in p.topics:
-                for pos, rid in enumerate(after.order.get(topic, ())):
+                # Rows keep their position unless something before them moved: only records
+                # created, changed or shifted are written (appending to a large topic writes the
+                # new rows, not the topic).
+                old_order = p.before.order.get(topic, [])
+                new_order = after.order.get(topic, [])
+                # Records appended after the old ones leave every old position as it was: only
+                # the appended rows and the touched old ones are written.
+                skip = len(old_order) if new_order[: len(old_order)] == old_order else 0
+                was = {rid: n for n, rid in enumerate(old_order)} if not skip else {}
+                kept = []
+                if skip:
+                    for rid in touched - created:
+                        if after.records[rid].topic == topic:
+                            at = new_order.index(rid)
+                            if at < skip:
+                                kept.append(at)
+                for pos in [*kept, *range(skip, len(new_order))]:
+                    rid = new_order[pos]
+                    if rid not in touched and was.get(rid) == pos:
+                        continue
                     rec = after.records[rid]
                     row = (rec.topic, json.dumps(list(rec.headings), ensure_ascii=False), pos)
-                    if rid in p.created:
+                    if rid in created:
                         c.execute(
                             "INSERT INTO records (id, topic, headings, position, content, tags, time, "
                             "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -692,6 +827,10 @@ class MemoryWorkspace:
                 )
             if within is not None:
                 within(c, p)
+        if within is None:
+            # The records are now exactly the plan's: the next read of them needs no query.
+            key = (self.conn.execute("PRAGMA data_version").fetchone()[0], revision)
+            self._state_cache = (key, p.after.copy())
         return revision
 
     def _check_archive(
@@ -755,8 +894,14 @@ class MemoryWorkspace:
     def render_views(self) -> list[str]:
         """Render ``topics/**/*.md``, ``core.md`` and ``views.json`` and swap them in atomically.
 
+        Holds the write lock while it swaps and cleans up (see :func:`memory.views.render_views_dir`).
+
         Returns:
             The relative paths whose bytes changed (added, changed or removed), sorted.
+
+        Raises:
+            WorkspaceBusyError: another process holds the write lock (1 second).
+            WorkspaceStoreError: the views cannot be written (``views`` is a real directory, say).
         """
         st = self.state()
         files: dict[str, str] = {}
@@ -775,8 +920,12 @@ class MemoryWorkspace:
             )
             + "\n"
         )
-        old = self._view_files()
-        render_views_dir(self.path, files)
+        with self.write_lock():
+            old = self._view_files()
+            try:
+                render_views_dir(self.path, files)
+            except OSError as e:
+                raise WorkspaceStoreError(f"cannot render the views: {e}") from e
         return sorted(
             p for p in old.keys() | files.keys() if p != "views.json" and old.get(p) != files.get(p)
         )

@@ -74,6 +74,7 @@ POSITIVES = [
     (secrets.JWT, "cookie ", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0." + b64url(43), ";"),
     (secrets.BEARER_TOKEN, "Authorization: Bearer ", rand(40) + ".", "\n"),
     (secrets.BEARER_TOKEN, "curl -H 'authorization: bearer ", b64url(24), "'"),
+    (secrets.BASIC_AUTH, "Authorization: Basic ", "ZGVwbG95OnMzY3JldC1wYXNz", "\n"),
     (
         secrets.PRIVATE_KEY,
         "key:\n",

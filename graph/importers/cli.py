@@ -46,6 +46,10 @@ def register(app: typer.Typer) -> None:
     app.command("export")(export_command)
 
 
+_SUMMARY_ROWS = 200
+"""The most sessions the import summary table shows (``--json`` reports all of them)."""
+
+
 def _summary(store: BaseStore, report: ImportReport) -> Table:
     """One row per imported session, spawned ones under their parent, ids in their short form."""
     from rich.table import Table
@@ -68,6 +72,8 @@ def _summary(store: BaseStore, report: ImportReport) -> Table:
             if sid in seen:
                 continue
             seen.add(sid)
+            if len(seen) > _SUMMARY_ROWS:
+                continue
             st = report.stats[sid]
             table.add_row(
                 (" ↳ " if i else "") + markup(names.get(sid, sid)),
@@ -81,6 +87,9 @@ def _summary(store: BaseStore, report: ImportReport) -> Table:
                 str(st.spawned),
                 str(len(fr.skipped)) if i == 0 else "",
             )
+    if len(seen) > _SUMMARY_ROWS:
+        # A terminal table of 1e5 rows takes minutes to lay out and nobody reads it.
+        table.add_row(f"… {len(seen) - _SUMMARY_ROWS} more", "(--json lists every session)")
     return table
 
 
