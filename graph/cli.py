@@ -198,10 +198,26 @@ def show(
     ctx: typer.Context,
     session: Annotated[str, typer.Argument(help="Session id (or a unique prefix).")],
     json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="tree (the default), svg (the web page's picture) or dot (Graphviz).",
+        ),
+    ] = "tree",
 ) -> None:
     """Show a session's tree: forks, rewound nodes, summaries, the head and markers per provider."""
     store = open_store(ctx)
     s = resolve_session(store, session)
+    if format in ("svg", "dot"):
+        from graph import drawing
+
+        pic = drawing.picture(store, s)
+        print(drawing.to_svg(pic) if format == "svg" else drawing.to_dot(pic), end="")
+        return
+    if format != "tree":
+        err.print(f"error: --format: {escape(format)!r} is not one of tree, svg, dot")
+        raise typer.Exit(2)
     if json:
         idx = store.index(s.id)
         _dump(
