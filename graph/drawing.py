@@ -458,9 +458,7 @@ def to_dot(pic: Picture) -> str:
         "  node [shape=box, fontsize=10];",
     ]
     for r in pic.rows:
-        label = (
-            f"{r.role if r.kind == 'message' else r.kind} {_short(r.node_id)}\n{r.preview[:40]}"
-        )
+        label = f"{r.role if r.kind == 'message' else r.kind} {_short(r.node_id)}\n{r.preview[:40]}"
         attrs = [f"label={_dot_id(label)}"]
         if r.rewound:
             attrs.append('color=grey, fontcolor=grey, style="dashed"')
