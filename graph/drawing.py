@@ -395,8 +395,9 @@ def to_svg(
         parts = [
             f'<tspan class="label">{escape(label)}</tspan>',
             f'<tspan class="id"> {escape(_short(r.node_id))}</tspan>',
-            f'<tspan class="text"> {escape(r.preview)}</tspan>',
         ]
+        if r.head:
+            parts.append('<tspan class="badge head"> ◀ head</tspan>')
         if r.covers:
             parts.append(f'<tspan class="badge covers"> covers {r.covers}</tspan>')
         if r.rewound:
@@ -404,23 +405,24 @@ def to_svg(
         if r.folded:
             parts.append(f'<tspan class="badge folded"> +{r.folded} folded</tspan>')
         for m in r.marked:
-            parts.append(f'<tspan class="badge marked"> ✓{escape(m)}</tspan>')
+            parts.append(f'<tspan class="badge marked"> ✓{escape(_short_marker(m))}</tspan>')
         for m in r.pending:
-            parts.append(f'<tspan class="badge pending"> ○{escape(m)}</tspan>')
-        if r.head:
-            parts.append('<tspan class="badge head"> ◀ head</tspan>')
-        out.append(f'<text x="{text_x}" y="{y + 4}">{"".join(parts)}</text>')
+            parts.append(f'<tspan class="badge pending"> ○{escape(_short_marker(m))}</tspan>')
         for child in r.spawned:
-            label_text = f" → spawned {_short(child.id)}"
+            link = f'<tspan class="spawn-link"> → spawned {escape(_short(child.id))}</tspan>'
             if session_href is not None:
-                out.append(
-                    f'<a class="spawn" href="{escape(session_href(child.id))}">'
-                    f'<text x="{text_x + 8 * 30}" y="{y + 4}" class="spawn-link">'
-                    f"{escape(label_text)}</text></a>"
-                )
+                link = f'<a class="spawn" href="{escape(session_href(child.id))}">{link}</a>'
+            parts.append(link)
+        parts.append(f'<tspan class="text"> {escape(r.preview)}</tspan>')
+        out.append(f'<text x="{text_x}" y="{y + 4}">{"".join(parts)}</text>')
         out.append("</g>\n")
     out.append("</svg>\n")
     return "".join(out)
+
+
+def _short_marker(label: str) -> str:
+    provider, _, value = label.partition("=")
+    return f"{provider}={value[:8]}"
 
 
 def _short(node_id: str) -> str:

@@ -5,7 +5,7 @@
 * ``/sessions/{session_id}``: the picture of the session's DAG (:mod:`graph.drawing`) with its counts,
   the link to the session it was spawned from and to those it spawned, each provider's marked and
   pending counts, and a panel that shows a node when it is clicked (``/static/session.js`` fetches
-  ``/api/sessions/{id}/nodes/{node}`` and writes it as text, never as HTML).
+  ``/api/nodes/{node}`` and writes it as text, never as HTML).
 
 Every text from a transcript goes through Jinja2's autoescape or the drawing module's escaping.
 """
@@ -71,5 +71,5 @@ def routes() -> list[BaseRoute]:
     """The pages' routes."""
     return [
         Route("/", _sessions_page, methods=["GET"]),
-        Route("/sessions/{session_id}", _session_page, methods=["GET"]),
+        Route("/sessions/{session_id:path}", _session_page, methods=["GET"]),
     ]

@@ -56,7 +56,7 @@ from memory.changes import (
     UpdateRecord,
 )
 from memory.editing import EditError
-from memory.errors import RejectedError, WorkspaceBusyError
+from memory.errors import RejectedError, Rejection, WorkspaceBusyError
 from memory.lookup import latest_message, open_session, read_transcript, recent_sessions
 from memory.manage import (
     DEFAULT_GRACE,
@@ -396,9 +396,9 @@ def routes(handle: MemoryHandle, store: BaseStore) -> list[BaseRoute]:
     r: Callable[..., Route] = Route
     return [
         r("/api/lookup/sessions", lookup_sessions, methods=["GET"]),
-        r("/api/lookup/sessions/{session_id}", lookup_session, methods=["GET"]),
-        r("/api/lookup/sessions/{session_id}/transcript", lookup_transcript, methods=["GET"]),
-        r("/api/lookup/sessions/{session_id}/latest", lookup_latest, methods=["GET"]),
+        r("/api/lookup/sessions/{session_id:path}/transcript", lookup_transcript, methods=["GET"]),
+        r("/api/lookup/sessions/{session_id:path}/latest", lookup_latest, methods=["GET"]),
+        r("/api/lookup/sessions/{session_id:path}", lookup_session, methods=["GET"]),
         r("/api/memory/records", list_records, methods=["GET"]),
         r("/api/memory/records", save_record, methods=["POST"]),
         r("/api/memory/records/{record_id}", get_record, methods=["GET"]),
@@ -428,7 +428,8 @@ async def _cap(request: Request, exc: Exception) -> Response:
 async def _rejected(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RejectedError)
     facts = {k: v for k, v in (("record_id", exc.record_id), ("source_id", exc.source_id)) if v}
-    return _json_error(422, exc.reason.value, exc.detail, **facts)
+    status = 404 if exc.reason is Rejection.UNKNOWN_RECORD else 422
+    return _json_error(status, exc.reason.value, exc.detail, **facts)
 
 
 async def _edit(request: Request, exc: Exception) -> Response:

@@ -42,13 +42,13 @@ SECTIONS = (("topics", "Topics"), ("timeline", "Timeline"), ("recent", "Recent")
 
 def _day_markdown(day: str, records: list[Record]) -> str:
     """A day of the Timeline as Markdown: each record under its topic, with its footnotes."""
-    parts = [f"# {day}\n"]
+    parts: list[str] = []
     by_topic: dict[str, list[Record]] = {}
     for rec in records:
         by_topic.setdefault(rec.topic, []).append(rec)
     for topic, recs in by_topic.items():
         body = render_topic(topic, recs).split("\n", 1)[1]
-        parts.append(f"\n## {topic}\n{body}")
+        parts.append(f"## {topic}\n{body}\n")
     return "".join(parts)
 
 

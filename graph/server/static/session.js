@@ -5,7 +5,6 @@
   const graph = document.querySelector(".graph[data-session]");
   const panel = document.getElementById("node-panel");
   if (!graph || !panel) return;
-  const session = graph.dataset.session;
   const detail = panel.querySelector(".node-detail");
   const hint = panel.querySelector(".hint");
 
@@ -21,7 +20,7 @@
     graph.querySelectorAll(".node.selected").forEach((n) => n.classList.remove("selected"));
     g.classList.add("selected");
     const id = g.dataset.node;
-    const res = await fetch(`/api/sessions/${encodeURIComponent(session)}/nodes/${encodeURIComponent(id)}`,
+    const res = await fetch(`/api/nodes/${encodeURIComponent(id)}`,
       { credentials: "same-origin" });
     const data = await res.json();
     if (!res.ok) {
