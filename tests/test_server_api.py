@@ -84,6 +84,20 @@ def test_a_foreign_host_is_refused(api: TestClient) -> None:
     error(api.get("/api/sessions", headers={"Host": "evil.example:8080"}), 403, "FOREIGN_HOST")
     assert api.get("/api/sessions", headers={"Host": "127.0.0.1:8765"}).status_code == 200
     assert api.get("/api/sessions", headers={"Host": "localhost:8765"}).status_code == 200
+    error(api.get("/api/sessions", headers={"Host": "192.168.1.9:8765"}), 403, "FOREIGN_HOST")
+
+
+def test_bound_beyond_loopback_ip_hosts_come_in_with_the_token(
+    setup: tuple[SessionStore, Path],
+) -> None:
+    store, _ = setup
+    app = create_app(store, token=TOKEN, extensions=[], ip_hosts=True)
+    c = TestClient(app, headers={"Authorization": f"Bearer {TOKEN}", "Host": "192.168.1.9:8765"})
+    assert c.get("/api/sessions").status_code == 200
+    error(c.get("/api/sessions", headers={"Host": "rebind.example"}), 403, "FOREIGN_HOST")
+    error(
+        TestClient(app, headers={"Host": "192.168.1.9"}).get("/api/sessions"), 401, "TOKEN_REQUIRED"
+    )
 
 
 def test_writes_from_a_foreign_origin_are_refused(fresh: tuple[TestClient, Any, Path]) -> None:

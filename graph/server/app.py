@@ -248,6 +248,7 @@ def create_app(
     hosts: Iterable[str] = (),
     extensions: Iterable[Extension] | None = None,
     settings: Mapping[str, str] | None = None,
+    ip_hosts: bool = False,
 ) -> Starlette:
     """Build the server over ``store``.
 
@@ -257,6 +258,7 @@ def create_app(
         hosts: Host names accepted besides loopback (the bound address; ``testserver`` in tests).
         extensions: What other packages add; None loads the ``sessiongraph.server`` entry points.
         settings: Passed to the extension factories (``--set key=value``).
+        ip_hosts: Accept any IP address in ``Host`` (a server bound beyond loopback).
 
     Returns:
         The ASGI application (serve it with uvicorn).
@@ -299,5 +301,5 @@ def create_app(
     app.state.nav = nav
     app.state.openapi = api.openapi_document(openapi_paths)
     app.state.settings = ctx.settings
-    app.add_middleware(SecurityMiddleware, token=token, hosts=list(hosts))
+    app.add_middleware(SecurityMiddleware, token=token, hosts=list(hosts), ip_hosts=ip_hosts)
     return app

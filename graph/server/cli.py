@@ -73,8 +73,9 @@ def serve(
     bound = sock.getsockname()[1]
     token = new_token()
     store = open_store(ctx)
-    hosts = [] if is_loopback(host) else [host.strip("[]"), socket.gethostname()]
-    app = create_app(store, token=token, hosts=hosts, settings=settings)
+    local = is_loopback(host)
+    hosts = [] if local else [host.strip("[]"), socket.gethostname()]
+    app = create_app(store, token=token, hosts=hosts, settings=settings, ip_hosts=not local)
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{bound}/?token={token}"
     if not is_loopback(host):

@@ -20,6 +20,7 @@ Host or Origin).
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import secrets
 from collections.abc import Collection
 from http.cookies import SimpleCookie
@@ -76,14 +77,31 @@ class SecurityMiddleware:
     Args:
         app: The application behind it.
         token: The token every request must carry.
-        hosts: Extra host names accepted in ``Host`` (the bound interface's address, the test
-            client's ``testserver``); loopback names are always accepted.
+        hosts: Extra host names accepted in ``Host`` (the machine's name, the test client's
+            ``testserver``); loopback names are always accepted.
+        ip_hosts: Also accept any IP address in ``Host`` (when bound beyond loopback, so other
+            machines can reach it by address; a rebinding attack needs a domain name).
     """
 
-    def __init__(self, app: ASGIApp, token: str, hosts: Collection[str] = ()) -> None:
+    def __init__(
+        self, app: ASGIApp, token: str, hosts: Collection[str] = (), ip_hosts: bool = False
+    ) -> None:
         self.app = app
         self.token = token
         self.hosts = LOOPBACK_HOSTS | {h.lower() for h in hosts}
+        self.ip_hosts = ip_hosts
+
+    def _host_ok(self, host: str) -> bool:
+        name = _host_name(host).lower()
+        if name in self.hosts:
+            return True
+        if not self.ip_hosts:
+            return False
+        try:
+            ipaddress.ip_address(name.strip("[]"))
+        except ValueError:
+            return False
+        return True
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Check one request, then pass it on with the security headers added."""
@@ -92,7 +110,7 @@ class SecurityMiddleware:
             return
         headers = Headers(scope=scope)
         host = headers.get("host", "")
-        if _host_name(host).lower() not in self.hosts:
+        if not self._host_ok(host):
             await _refuse(send, 403, "FOREIGN_HOST", f"the Host {host!r} is not this server")
             return
         method = scope["method"]
