@@ -27,7 +27,7 @@ from starlette.routing import BaseRoute, Route
 from graph import drawing
 from graph.errors import UnknownNodeError, UnknownSessionError
 from graph.models import Node, Session
-from graph.server.app import ApiError, int_param, json_response
+from graph.server.app import ApiError, Memo, int_param, json_response
 from graph.store import BaseStore
 
 __all__ = [
@@ -54,9 +54,17 @@ def session_of(store: BaseStore, session_id: str) -> Session:
         raise ApiError(404, "UNKNOWN_SESSION", f"no session {session_id}") from None
 
 
-def session_data(store: BaseStore, s: Session, *, full: bool = False) -> dict[str, Any]:
-    """A session as JSON-shaped data (with counts; with tips and spawns when ``full``)."""
-    st = store.stats(s.id)
+def session_data(
+    store: BaseStore, s: Session, *, full: bool = False, memo: Memo | None = None
+) -> dict[str, Any]:
+    """A session as JSON-shaped data (with counts; with tips and spawns when ``full``).
+
+    ``memo`` keeps the counts and tips (a walk over every node) until the session's index changes.
+    """
+    memo = memo or Memo(0)
+    key = Memo.index_key(store, s.id)
+    st = memo.get(("stats", key), lambda: store.stats(s.id)._replace(spawned=0))
+    st = st._replace(spawned=len(store.spawns(s.id)))
     out: dict[str, Any] = {
         "id": s.id,
         "title": s.title,
@@ -70,7 +78,7 @@ def session_data(store: BaseStore, s: Session, *, full: bool = False) -> dict[st
         "stats": st._asdict(),
     }
     if full:
-        out["tips"] = list(store.tips(s.id))
+        out["tips"] = memo.get(("tips", key), lambda: list(store.tips(s.id)))
         out["spawned"] = [
             {"id": c.id, "title": c.title, "spawned_from": c.spawned_from}
             for c in store.spawns(s.id)
@@ -150,13 +158,14 @@ async def _sessions(request: Request) -> Response:
         project=request.query_params.get("project"),
         since=_since(request),
     )
-    return json_response([session_data(store, s) for s in rows])
+    memo = request.app.state.memo
+    return json_response([session_data(store, s, memo=memo) for s in rows])
 
 
 async def _session(request: Request) -> Response:
     store: BaseStore = request.app.state.store
     s = session_of(store, request.path_params["session_id"])
-    return json_response(session_data(store, s, full=True))
+    return json_response(session_data(store, s, full=True, memo=request.app.state.memo))
 
 
 async def _graph(request: Request) -> Response:

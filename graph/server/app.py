@@ -16,7 +16,8 @@ Errors: every error response is JSON ``{"error": {"code": "...", "message": "...
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -38,6 +39,7 @@ __all__ = [
     "ApiError",
     "Extension",
     "Handler",
+    "Memo",
     "NavLink",
     "ServerContext",
     "create_app",
@@ -150,6 +152,38 @@ def int_param(
     return value
 
 
+class Memo:
+    """Answers computed from a session's index, kept until that index changes (LRU, bounded).
+
+    Counting a session's forks, rewound nodes and live tips walks every node; a list of sessions
+    would pay it per session on every request. The key carries the index's identity and revision
+    (which every append, head move, rewind and marker write bumps), so a changed session is
+    recomputed and an unchanged one is not.
+    """
+
+    def __init__(self, size: int = 1024) -> None:
+        self._size = size
+        self._data: OrderedDict[Hashable, Any] = OrderedDict()
+
+    @staticmethod
+    def index_key(store: BaseStore, session_id: str) -> tuple[Hashable, ...]:
+        """The key of a session's index as it is now (its identity, revision and size)."""
+        idx = store.index(session_id)
+        return (session_id, id(idx), idx.rev, len(idx))
+
+    def get(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """The answer kept for ``key``, or ``compute()`` kept for it."""
+        try:
+            self._data.move_to_end(key)
+            return self._data[key]
+        except KeyError:
+            value = compute()
+            self._data[key] = value
+            if len(self._data) > self._size:
+                self._data.popitem(last=False)
+            return value
+
+
 @dataclass(frozen=True)
 class NavLink:
     """A link in the pages' top bar."""
@@ -188,6 +222,8 @@ class ServerContext:
     store: BaseStore
     settings: Mapping[str, str] = field(default_factory=dict)
     """Free-form settings from the command line (``--set key=value``)."""
+    memo: Memo = field(default_factory=Memo)
+    """The server's cache of per-session answers (see :class:`Memo`)."""
 
 
 def load_extensions(ctx: ServerContext) -> list[Extension]:
@@ -297,6 +333,7 @@ def create_app(
     )
     env.filters["number"] = _format_number
     app.state.store = store
+    app.state.memo = ctx.memo
     app.state.templates = env
     app.state.nav = nav
     app.state.openapi = api.openapi_document(openapi_paths)

@@ -35,7 +35,7 @@ async def _sessions_page(request: Request) -> Response:
     return render(
         request,
         "sessions.html",
-        sessions=[session_data(store, s) for s in rows],
+        sessions=[session_data(store, s, memo=request.app.state.memo) for s in rows],
         q=q,
         runtime=runtime or "",
         project=project or "",
@@ -60,7 +60,7 @@ async def _session_page(request: Request) -> Response:
     return render(
         request,
         "session.html",
-        session=session_data(store, s, full=True),
+        session=session_data(store, s, full=True, memo=request.app.state.memo),
         parent=parent,
         picture=pic,
         svg=Markup(svg),  # built by graph.drawing, which escapes every transcript text

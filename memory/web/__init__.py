@@ -45,7 +45,7 @@ def extension(ctx: ServerContext, workspace: str | Path | None = None) -> Extens
     )
     return Extension(
         name="memory",
-        routes=[*api.routes(handle, ctx.store), *pages.routes(handle)],
+        routes=[*api.routes(handle, ctx.store, ctx.memo), *pages.routes(handle)],
         nav=[NavLink("Memory", "/memory"), NavLink("Memory panel", "/memory/panel")],
         templates=HERE / "templates",
         static=HERE / "static",

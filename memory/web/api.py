@@ -43,9 +43,11 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from graph.errors import NotOnBranchError, UnknownNodeError, UnknownSessionError
-from graph.server.app import ApiError, int_param, json_body, json_response
+from graph.models import Session
+from graph.server.app import ApiError, Memo, int_param, json_body, json_response
 from graph.store import BaseStore
 from memory import caps
+from memory.caps import LOOKUP_MAX_SESSIONS
 from memory.changes import (
     ChangeSet,
     CreateRecord,
@@ -57,7 +59,7 @@ from memory.changes import (
 )
 from memory.editing import EditError
 from memory.errors import RejectedError, Rejection, WorkspaceBusyError
-from memory.lookup import latest_message, open_session, read_transcript, recent_sessions
+from memory.lookup import latest_message, open_session, read_transcript
 from memory.manage import (
     DEFAULT_GRACE,
     GraceExpiredError,
@@ -101,6 +103,7 @@ class MemoryHandle:
         self.inject = inject
         self.recent_limit = recent_limit
         self._ws: MemoryWorkspace | None = None
+        self._cache: tuple[int, dict[str, Any]] = (-1, {})
 
     @property
     def ws(self) -> MemoryWorkspace:
@@ -108,6 +111,27 @@ class MemoryHandle:
         if self._ws is None:
             self._ws = MemoryWorkspace(self.path)
         return self._ws
+
+    def cached(self, name: str, compute: Callable[[], Any]) -> Any:
+        """Return ``compute()``, kept until the workspace's revision changes.
+
+        Every install bumps the revision, another process's included: it is read from the database
+        on each call.
+        """
+        revision = self.ws.revision
+        if self._cache[0] != revision:
+            self._cache = (revision, {})
+        kept = self._cache[1]
+        if name not in kept:
+            kept[name] = compute()
+        return kept[name]
+
+    def all_records(self) -> dict[str, dict[str, Any]]:
+        """Every record as :func:`~memory.web.data.record_data`, by id, in topic order."""
+        found: dict[str, dict[str, Any]] = self.cached(
+            "records", lambda: {r["id"]: r for r in records_data(self.ws, record_views(self.ws))}
+        )
+        return found
 
 
 class _Save(BaseModel):
@@ -134,15 +158,26 @@ def _validation(e: ValidationError) -> ApiError:
     return ApiError(422, "MALFORMED", f"{where}: {first['msg']}", errors=len(e.errors()))
 
 
-def _record(ws: MemoryWorkspace, ref: str) -> dict[str, Any]:
-    try:
-        return records_data(ws, [record_view(ws, ref)])[0]
+def _record(handle: MemoryHandle, ref: str) -> dict[str, Any]:
+    found = handle.all_records().get(ref)
+    if found is not None:
+        return found
+    try:  # a unique prefix of an id
+        return records_data(handle.ws, [record_view(handle.ws, ref)])[0]
     except UnknownRecordError:
         raise ApiError(404, "UNKNOWN_RECORD", f"no record {ref}") from None
 
 
-def routes(handle: MemoryHandle, store: BaseStore) -> list[BaseRoute]:
-    """The memory API's routes over ``handle``'s workspace and ``store``."""
+def routes(handle: MemoryHandle, store: BaseStore, memo: Memo | None = None) -> list[BaseRoute]:
+    """The memory API's routes over ``handle``'s workspace and ``store``.
+
+    ``memo`` keeps each session's look-up answer until its index changes.
+    """
+    memo = memo or Memo(0)
+
+    def info(s: Session) -> Any:
+        key = ("lookup", *Memo.index_key(store, s.id), s.updated_at, s.title, s.head)
+        return memo.get(key, lambda: open_session(store, s.id))
 
     def session_id(request: Request) -> str:
         sid: str = request.path_params["session_id"]
@@ -153,10 +188,12 @@ def routes(handle: MemoryHandle, store: BaseStore) -> list[BaseRoute]:
         return sid
 
     async def lookup_sessions(request: Request) -> Response:
-        return json_response([s.model_dump(mode="json") for s in recent_sessions(store)])
+        # what memory.lookup.recent_sessions answers, each session's answer memoized
+        rows = [info(s) for s in store.sessions(LOOKUP_MAX_SESSIONS)]
+        return json_response([r.model_dump(mode="json") for r in rows])
 
     async def lookup_session(request: Request) -> Response:
-        return json_response(open_session(store, session_id(request)).model_dump(mode="json"))
+        return json_response(info(store.session(session_id(request))).model_dump(mode="json"))
 
     async def lookup_transcript(request: Request) -> Response:
         sid = session_id(request)
@@ -189,7 +226,8 @@ def routes(handle: MemoryHandle, store: BaseStore) -> list[BaseRoute]:
 
     async def list_records(request: Request) -> Response:
         topic = request.query_params.get("topic") or None
-        return json_response(records_data(handle.ws, record_views(handle.ws, topic)))
+        rows = list(handle.all_records().values())
+        return json_response([r for r in rows if topic is None or r["topic"] == topic])
 
     async def save_record(request: Request) -> Response:
         try:
@@ -204,10 +242,10 @@ def routes(handle: MemoryHandle, store: BaseStore) -> list[BaseRoute]:
             tags=tuple(body.tags),
         )
         p = handle.ws.apply(ChangeSet(changes=(change,)))
-        return json_response(_record(handle.ws, p.created[0]), 201)
+        return json_response(_record(handle, p.created[0]), 201)
 
     async def get_record(request: Request) -> Response:
-        return json_response(_record(handle.ws, request.path_params["record_id"]))
+        return json_response(_record(handle, request.path_params["record_id"]))
 
     async def delete(request: Request) -> Response:
         raw = request.query_params.get("grace")
@@ -247,7 +285,7 @@ def routes(handle: MemoryHandle, store: BaseStore) -> list[BaseRoute]:
             raise ApiError(404, "NOTHING_TO_UNDO", f"no deletion of {rid} to undo") from None
         except GraceExpiredError as e:
             raise ApiError(410, "GRACE_EXPIRED", str(e)) from None
-        return json_response(_record(handle.ws, rec.id))
+        return json_response(_record(handle, rec.id))
 
     async def search(request: Request) -> Response:
         q = request.query_params.get("q", "")
@@ -317,7 +355,9 @@ def routes(handle: MemoryHandle, store: BaseStore) -> list[BaseRoute]:
             )
 
     async def get_core(request: Request) -> Response:
-        return json_response(core_state(handle.ws, inject=handle.inject))
+        return json_response(
+            handle.cached("core", lambda: core_state(handle.ws, inject=handle.inject))
+        )
 
     async def put_core(request: Request) -> Response:
         body = await json_body(request)
@@ -339,7 +379,7 @@ def routes(handle: MemoryHandle, store: BaseStore) -> list[BaseRoute]:
                 "topics": [{"name": n, "topic": t, "count": c} for n, t, c in f.topics],
             }
 
-        return json_response(folder(topic_tree(handle.ws)))
+        return json_response(handle.cached("topics", lambda: folder(topic_tree(handle.ws))))
 
     async def topic(request: Request) -> Response:
         path = request.path_params["topic"]
@@ -354,23 +394,24 @@ def routes(handle: MemoryHandle, store: BaseStore) -> list[BaseRoute]:
         )
 
     async def get_timeline(request: Request) -> Response:
-        return json_response(
-            [
-                {
-                    "year": y,
-                    "months": [
-                        {
-                            "month": m,
-                            "days": [
-                                {"date": d.key, "records": [r.id for r in d.records]} for d in days
-                            ],
-                        }
-                        for m, days in months
-                    ],
-                }
-                for y, months in timeline(handle.ws)
-            ]
-        )
+        return json_response(handle.cached("timeline", timeline_data))
+
+    def timeline_data() -> list[dict[str, Any]]:
+        return [
+            {
+                "year": y,
+                "months": [
+                    {
+                        "month": m,
+                        "days": [
+                            {"date": d.key, "records": [r.id for r in d.records]} for d in days
+                        ],
+                    }
+                    for m, days in months
+                ],
+            }
+            for y, months in timeline(handle.ws)
+        ]
 
     async def get_recent(request: Request) -> Response:
         limit = int_param(
@@ -381,7 +422,9 @@ def routes(handle: MemoryHandle, store: BaseStore) -> list[BaseRoute]:
             high=caps.MAX_RESULTS_PER_PAGE * 10,
             cap="MAX_RECENT",
         )
-        rows = records_data(handle.ws, recent(handle.ws, limit))
+        rows = handle.cached(
+            f"recent-{limit}", lambda: records_data(handle.ws, recent(handle.ws, limit))
+        )
         return json_response(
             {"records": rows, "count": len(rows), "limit": limit},
             headers={"X-Recent-Limit": str(handle.recent_limit)},
