@@ -135,6 +135,8 @@ def test_transcript_and_memory_text_is_escaped(tmp_path: Path) -> None:
     assert "<script>alert" not in page and "&lt;script&gt;alert" in page
     graph_page = c.get(f"/sessions/{s.id}").text
     assert "<img src=x" not in graph_page and "&lt;img src=x onerror=alert(1)&gt;" in graph_page
+    found = c.get("/?q=onerror").text
+    assert "<img src=x" not in found and "<mark>onerror</mark>" in found
 
 
 # ------------------------------------------------------------------ sessions
@@ -147,10 +149,30 @@ def test_sessions_newest_first_with_filters_and_caps(api: TestClient) -> None:
     assert len(api.get("/api/sessions?limit=1").json()) == 1
     assert [r["id"] for r in api.get("/api/sessions?q=backoff").json()] == [SESSION]
     assert api.get("/api/sessions?q=no-such-words-anywhere").json() == []
+    found = api.get("/api/sessions?q=backoff").json()[0]
+    assert "backoff" in found["hit"]["snippet"].lower() and found["hit"]["spans"]
+    assert api.get("/api/sessions?runtime=claude-code").json()
+    assert api.get("/api/sessions?runtime=codex").json() == []
     body = error(api.get("/api/sessions?limit=201"), 422, "OVER_CAP")
     assert body["cap"] == "MAX_SESSIONS_PAGE" and body["limit"] == 200
     error(api.get("/api/sessions?limit=lots"), 422, "MALFORMED")
     error(api.get("/api/sessions?since=yesterday"), 422, "MALFORMED")
+
+
+def test_search_of_what_was_said(api: TestClient) -> None:
+    hits = api.get("/api/search?q=tenacity").json()
+    assert hits and {h["session_id"] for h in hits} == {SESSION}
+    assert any(h["rewound"] for h in hits)  # the rewound branch was said too
+    for h in hits:
+        for start, end in h["spans"]:
+            assert h["snippet"][start:end].lower().startswith("tenacity")
+    assert api.get("/api/search", params={"q": '"unbalanced AND ( OR'}).status_code == 200
+    assert api.get("/api/search?q=qqqzzz").json() == []
+    assert len(api.get("/api/search?q=the&limit=1").json()) == 1
+    error(api.get("/api/search?q=x&limit=1000"), 422, "OVER_CAP")
+    error(api.get("/api/search?q=x&session=nope"), 404, "UNKNOWN_SESSION")
+    body = error(api.get("/api/search", params={"q": "a" * 501}), 422, "OVER_CAP")
+    assert body["cap"] == "MAX_QUERY_CHARS"
 
 
 def test_one_session_links_its_spawns_both_ways(api: TestClient) -> None:

@@ -3,8 +3,10 @@
 Routes (all ``GET``; ids are exact, as the API hands them out, and may contain ``/``):
 
 * ``/api/sessions?limit=&q=&runtime=&project=&since=``: sessions, most recently updated first
-  (``limit`` 1..200, default 50; over 200 is 422 naming ``MAX_SESSIONS_PAGE``); ``q`` filters by
-  full-text search of the transcripts when the store offers it, else by title;
+  (``limit`` 1..200, default 50; over 200 is 422 naming ``MAX_SESSIONS_PAGE``); with ``q``, the
+  sessions whose transcript matches, best first, each with its best ``hit``;
+* ``/api/search?q=&session=&since=&runtime=&project=&limit=&offset=``: full-text search of what was
+  said (:meth:`BaseStore.search`), best first; no match is ``200 []``;
 * ``/api/sessions/{session_id}``: one session with its counts, live tips, spawned sessions and parent;
 * ``/api/sessions/{session_id}/graph?format=json|svg|dot``: the picture of its DAG
   (:mod:`graph.drawing`);
@@ -26,13 +28,16 @@ from starlette.routing import BaseRoute, Route
 
 from graph import drawing
 from graph.errors import UnknownNodeError, UnknownSessionError
-from graph.models import Node, Session
+from graph.models import Node, SearchHit, Session
 from graph.server.app import ApiError, Memo, int_param, json_response
 from graph.store import BaseStore
 
 __all__ = [
+    "MAX_QUERY_CHARS",
+    "MAX_SEARCH_HITS",
     "MAX_SESSIONS_PAGE",
     "OPENAPI_PATHS",
+    "hit_data",
     "node_data",
     "openapi_document",
     "openapi_endpoint",
@@ -44,6 +49,10 @@ __all__ = [
 
 MAX_SESSIONS_PAGE = 200
 """The most sessions one ``/api/sessions`` answer lists."""
+MAX_SEARCH_HITS = 200
+"""The most hits one search answer holds."""
+MAX_QUERY_CHARS = 500
+"""The longest search query accepted, in characters."""
 
 
 def session_of(store: BaseStore, session_id: str) -> Session:
@@ -117,49 +126,94 @@ def session_list(
     runtime: str | None = None,
     project: str | None = None,
     since: datetime | None = None,
-) -> list[Session]:
-    """Sessions most recently updated first, filtered (the Sessions page and ``/api/sessions``).
+) -> tuple[list[Session], dict[str, SearchHit]]:
+    """Sessions for the Sessions page and ``/api/sessions``, with each one's best search hit.
 
-    ``query`` keeps the sessions whose transcript matches it when the store has a full-text
-    ``search``, else those whose title contains it (case-insensitive). ``runtime`` and ``project``
-    match the session metadata's ``runtime`` and ``project`` (or ``cwd``) exactly; ``since`` keeps
-    sessions updated at or after it.
+    Without ``query``: most recently updated first. With it: the sessions whose transcript matches
+    (:meth:`BaseStore.search`), best match first. ``runtime``, ``project`` (a folder; sessions under
+    it count) and ``since`` filter either way.
+
+    Returns:
+        The sessions (at most ``limit``) and, for a query, session id -> its best hit.
     """
-    rows = store.sessions()
-    if since is not None:
-        rows = [s for s in rows if s.updated_at >= since]
-    if runtime:
-        rows = [s for s in rows if s.metadata.get("runtime") == runtime]
-    if project:
-        rows = [s for s in rows if project in (s.metadata.get("project"), s.metadata.get("cwd"))]
     q = query.strip()
-    if q:
-        search = getattr(store, "search", None)
-        if callable(search):
-            hits = search(q, limit=limit * 5)
-            wanted = {h.session_id for h in hits}
-            rows = [s for s in rows if s.id in wanted or q.lower() in s.title.lower()]
-        else:
-            rows = [s for s in rows if q.lower() in s.title.lower()]
-    return rows[:limit]
+    if not q:
+        return store.sessions(limit, runtime=runtime, project=project, since=since), {}
+    best: dict[str, SearchHit] = {}
+    for hit in store.search(
+        q, runtime=runtime, project=project, since=since, limit=MAX_SEARCH_HITS
+    ):
+        best.setdefault(hit.session_id, hit)
+    rows: list[Session] = []
+    for sid in list(best)[:limit]:
+        try:
+            rows.append(store.session(sid))
+        except UnknownSessionError:  # pragma: no cover - removed meanwhile
+            best.pop(sid)
+    return rows, best
+
+
+def hit_data(hit: SearchHit) -> dict[str, Any]:
+    """A search hit as JSON-shaped data."""
+    return hit.model_dump(mode="json")
 
 
 async def _sessions(request: Request) -> Response:
     store: BaseStore = request.app.state.store
     limit = int_param(request, "limit", 50, low=1, high=MAX_SESSIONS_PAGE, cap="MAX_SESSIONS_PAGE")
     q = request.query_params.get("q", "")
-    if len(q) > 500:
-        raise ApiError(422, "OVER_CAP", f"q has {len(q)} characters, over 500", cap="q", limit=500)
-    rows = session_list(
+    if len(q) > MAX_QUERY_CHARS:
+        raise ApiError(
+            422,
+            "OVER_CAP",
+            f"q has {len(q)} characters, over MAX_QUERY_CHARS ({MAX_QUERY_CHARS})",
+            cap="MAX_QUERY_CHARS",
+            limit=MAX_QUERY_CHARS,
+        )
+    rows, hits = session_list(
         store,
         limit=limit,
         query=q,
-        runtime=request.query_params.get("runtime"),
-        project=request.query_params.get("project"),
+        runtime=request.query_params.get("runtime") or None,
+        project=request.query_params.get("project") or None,
         since=_since(request),
     )
     memo = request.app.state.memo
-    return json_response([session_data(store, s, memo=memo) for s in rows])
+    out = []
+    for s in rows:
+        data = session_data(store, s, memo=memo)
+        if s.id in hits:
+            data["hit"] = hit_data(hits[s.id])
+        out.append(data)
+    return json_response(out)
+
+
+async def _search(request: Request) -> Response:
+    store: BaseStore = request.app.state.store
+    q = request.query_params.get("q", "")
+    if len(q) > MAX_QUERY_CHARS:
+        raise ApiError(
+            422,
+            "OVER_CAP",
+            f"q has {len(q)} characters, over MAX_QUERY_CHARS ({MAX_QUERY_CHARS})",
+            cap="MAX_QUERY_CHARS",
+            limit=MAX_QUERY_CHARS,
+        )
+    limit = int_param(request, "limit", 20, low=1, high=MAX_SEARCH_HITS, cap="MAX_SEARCH_HITS")
+    offset = int_param(request, "offset", 0, low=0)
+    session = request.query_params.get("session") or None
+    if session is not None:
+        session_of(store, session)
+    hits = store.search(
+        q,
+        session=session,
+        since=_since(request),
+        runtime=request.query_params.get("runtime") or None,
+        project=request.query_params.get("project") or None,
+        limit=limit,
+        offset=offset,
+    )
+    return json_response([hit_data(h) for h in hits])
 
 
 async def _session(request: Request) -> Response:
@@ -227,6 +281,7 @@ def routes() -> list[BaseRoute]:
     """The session API's routes."""
     return [
         Route("/api/sessions", _sessions, methods=["GET"]),
+        Route("/api/search", _search, methods=["GET"]),
         # ids may hold "/" (pi's node ids, Claude Code's sidechain sessions): the specific routes first
         Route("/api/sessions/{session_id:path}/graph", _graph, methods=["GET"]),
         Route("/api/sessions/{session_id:path}", _session, methods=["GET"]),
@@ -277,6 +332,40 @@ OPENAPI_PATHS: dict[str, Any] = {
                 ),
             ],
             "responses": {"200": {"description": "the sessions"}, "422": _ERROR},
+        }
+    },
+    "/api/search": {
+        "get": {
+            "summary": "Full-text search of what was said; no match is 200 []",
+            "parameters": [
+                _param(
+                    "q",
+                    "query",
+                    {"type": "string", "maxLength": 500},
+                    "Words, phrases, prefix*, -exclude.",
+                ),
+                _param("session", "query", {"type": "string"}, "Only this session and its spawns."),
+                _param(
+                    "since",
+                    "query",
+                    {"type": "string", "format": "date-time"},
+                    "Written at or after.",
+                ),
+                _param("runtime", "query", {"type": "string"}, "Only this runtime."),
+                _param("project", "query", {"type": "string"}, "Only this project folder."),
+                _param(
+                    "limit",
+                    "query",
+                    {"type": "integer", "maximum": 200, "default": 20},
+                    "At most this many.",
+                ),
+                _param("offset", "query", {"type": "integer", "default": 0}, "Skip this many."),
+            ],
+            "responses": {
+                "200": {"description": "the hits, best first"},
+                "404": _ERROR,
+                "422": _ERROR,
+            },
         }
     },
     "/api/sessions/{session_id}": {

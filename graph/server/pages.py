@@ -1,7 +1,7 @@
 """The session graph's web pages: the Sessions list and a session's graph.
 
-* ``/``: sessions, most recently updated first, with a filter (``q``: full-text search when the store
-  offers it, else the title; ``runtime``, ``project``) and a ``limit``;
+* ``/``: sessions, most recently updated first, with a filter (``runtime``, ``project``) and a
+  full-text search (``q``: the matching sessions best first, each with the snippet of its best hit);
 * ``/sessions/{session_id}``: the picture of the session's DAG (:mod:`graph.drawing`) with its counts,
   the link to the session it was spawned from and to those it spawned, each provider's marked and
   pending counts, and a panel that shows a node when it is clicked (``/static/session.js`` fetches
@@ -12,7 +12,7 @@ Every text from a transcript goes through Jinja2's autoescape or the drawing mod
 
 from __future__ import annotations
 
-from markupsafe import Markup
+from markupsafe import Markup, escape
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -31,16 +31,36 @@ async def _sessions_page(request: Request) -> Response:
     q = request.query_params.get("q", "")[:500]
     runtime = request.query_params.get("runtime") or None
     project = request.query_params.get("project") or None
-    rows = session_list(store, limit=limit, query=q, runtime=runtime, project=project)
+    rows, hits = session_list(store, limit=limit, query=q, runtime=runtime, project=project)
+    sessions = []
+    for s in rows:
+        data = session_data(store, s, memo=request.app.state.memo)
+        hit = hits.get(s.id)
+        data["hit"] = _marked(hit.snippet, hit.spans) if hit else None
+        sessions.append(data)
     return render(
         request,
         "sessions.html",
-        sessions=[session_data(store, s, memo=request.app.state.memo) for s in rows],
+        sessions=sessions,
         q=q,
         runtime=runtime or "",
         project=project or "",
         limit=limit,
     )
+
+
+def _marked(snippet: str, spans: tuple[tuple[int, int], ...]) -> Markup:
+    """A search snippet with its matched words in ``<mark>``, every character escaped."""
+    out: list[str] = []
+    at = 0
+    for start, end in sorted(spans):
+        if start < at:
+            continue
+        out.append(str(escape(snippet[at:start])))
+        out.append(f"<mark>{escape(snippet[start:end])}</mark>")
+        at = end
+    out.append(str(escape(snippet[at:])))
+    return Markup("".join(out))
 
 
 async def _session_page(request: Request) -> Response:
