@@ -240,6 +240,30 @@ def test_lookup_transcript_window_is_clamped_with_totals(api: TestClient) -> Non
     error(api.get("/api/lookup/sessions/nope/latest"), 404, "UNKNOWN_SESSION")
 
 
+def test_lookup_answers_follow_the_session_as_it_changes(
+    fresh: tuple[TestClient, Any, Path],
+) -> None:
+    from memory.lookup import read_transcript
+
+    c, store, _ = fresh
+    base = f"/api/lookup/sessions/{SESSION}"
+    first = c.get(f"{base}/transcript?count=3").json()
+    direct = read_transcript(store, SESSION, 3)
+    assert [m["id"] for m in first["messages"]] == [m.id for m in direct.messages]
+    assert first["total"] == direct.total and first["note"] == direct.note
+    before = c.get(f"{base}/transcript?count=2&before={first['messages'][0]['id']}").json()
+    assert before == read_transcript(store, SESSION, 2, first["messages"][0]["id"]).model_dump(
+        mode="json"
+    ) | {"messages": before["messages"], "next_before": before["next_before"]}
+    info = c.get(base).json()
+    store.append(SESSION, "One more question.", role="user")
+    after = c.get(f"{base}/transcript?count=3").json()
+    assert after["total"] == first["total"] + 1
+    assert after["messages"][-1]["text"] == "One more question."
+    assert c.get(base).json()["messages"] == info["messages"] + 1
+    assert c.get(f"/api/sessions/{SESSION}").json()["stats"]["nodes"] == 19
+
+
 # ------------------------------------------------------------------ memory bank (seed 000 sections 2-5)
 
 

@@ -59,7 +59,7 @@ from memory.changes import (
 )
 from memory.editing import EditError
 from memory.errors import RejectedError, Rejection, WorkspaceBusyError
-from memory.lookup import latest_message, open_session, read_transcript
+from memory.lookup import branch_messages, latest_message, open_session, read_transcript
 from memory.manage import (
     DEFAULT_GRACE,
     GraceExpiredError,
@@ -205,8 +205,11 @@ def routes(handle: MemoryHandle, store: BaseStore, memo: Memo | None = None) -> 
             except ValueError:
                 raise ApiError(422, "MALFORMED", f"count must be an integer, got {raw!r}") from None
         before = request.query_params.get("before") or None
+        msgs = memo.get(
+            ("messages", *Memo.index_key(store, sid)), lambda: branch_messages(store, sid)
+        )
         try:
-            window = read_transcript(store, sid, count, before)
+            window = read_transcript(store, sid, count, before, messages=msgs)
         except UnknownNodeError:
             raise ApiError(404, "UNKNOWN_NODE", f"no node {before} in session {sid}") from None
         except NotOnBranchError:
