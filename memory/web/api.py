@@ -328,9 +328,8 @@ def routes(handle: MemoryHandle, store: BaseStore, memo: Memo | None = None) -> 
         with ws.write_lock():
             if body.revision is not None and body.revision != ws.revision:
                 raise StaleRevisionError(body.revision, ws.revision)
-            before = ws.state()
             p = ws.apply(ChangeSet(changes=tuple(body.memory_changes)))
-            after = ws.state()
+            after = p.after
             touched = [*p.created, *p.updated]
             citations = {
                 rid: [f"{rid}-{n}" for n in range(1, len(after.records[rid].citations) + 1)]
@@ -352,8 +351,6 @@ def routes(handle: MemoryHandle, store: BaseStore, memo: Memo | None = None) -> 
                         "moved": list(p.moved),
                     },
                     "citation_ids": citations,
-                    "records_before": len(before.records),
-                    "records_after": len(after.records),
                 }
             )
 
