@@ -143,7 +143,7 @@ def check_oracle(db: Path, ws_dir: Path, trial: Trial) -> None:
         )
         for s in store.sessions():
             idx = store.index(s.id)
-            marked = {n for n, v in idx.marks.get(PROVIDER, {}).items() if v == ws.id}
+            marked = set(idx.marks.get((PROVIDER, ws.id)) or ())
             for tip in store.tips(s.id):
                 for n in branch_ids(idx, tip):
                     if MEMORY_ELIGIBLE.test(idx.bits[n]) and n not in marked and n not in cited:

@@ -24,6 +24,7 @@ import bench_mark  # noqa: E402
 import bench_peer  # noqa: E402
 import bench_pending  # noqa: E402
 import bench_search  # noqa: E402
+import bench_serve  # noqa: E402
 from _harness import console, machine, scratch_dir  # noqa: E402
 from rich.table import Table  # noqa: E402
 
@@ -36,6 +37,7 @@ SCRIPTS = {
     "peer": bench_peer.main,
     "cli_start": bench_cli_start.main,
     "search": bench_search.main,
+    "serve": bench_serve.main,
 }
 
 

@@ -522,10 +522,25 @@ def show(
     session: _SESSION,
     full: _FULL = False,
     json: _JSON = False,
+    format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="tree (the default), svg (the web page's picture) or dot (Graphviz).",
+        ),
+    ] = "tree",
 ) -> None:
     """Show a session's tree: forks, rewound nodes, summaries, the head and markers per provider."""
     store = open_store(ctx)
     s = resolve_session(store, session)
+    if format in ("svg", "dot"):
+        from graph import drawing
+
+        pic = drawing.picture(store, s)
+        print(drawing.to_svg(pic) if format == "svg" else drawing.to_dot(pic), end="")
+        return
+    if format != "tree":
+        raise typer.BadParameter(f"{format!r} is not one of tree, svg, dot", param_hint="--format")
     if json:
         _dump(
             {

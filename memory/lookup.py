@@ -20,6 +20,7 @@ Unknown ids raise the graph's own errors (:class:`~graph.errors.UnknownSessionEr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
@@ -35,6 +36,7 @@ from memory.caps import LOOKUP_DEFAULT_MESSAGES, LOOKUP_MAX_MESSAGES, LOOKUP_MAX
 __all__ = [
     "SessionInfo",
     "TranscriptWindow",
+    "branch_messages",
     "clamp_count",
     "latest_message",
     "open_session",
@@ -182,11 +184,23 @@ def _note(total: int, returned: int, older: int, newer: int, before: str | None)
     )
 
 
+def branch_messages(store: BaseStore, session_id: str) -> list[str]:
+    """The message ids of the session's head's branch, oldest first (from the index, nothing decoded).
+
+    Raises:
+        UnknownSessionError: no session has this id.
+    """
+    index = store.index(session_id)
+    return _messages_of(index, branch_ids(index, index.head))
+
+
 def read_transcript(
     store: BaseStore,
     session_id: str,
     count: int | None = LOOKUP_DEFAULT_MESSAGES,
     before: str | None = None,
+    *,
+    messages: Sequence[str] | None = None,
 ) -> TranscriptWindow:
     """Read a bounded window of the session's transcript: the newest ``count`` messages of its head's branch.
 
@@ -199,6 +213,8 @@ def read_transcript(
             left out gives 10 (seed 000, section 1; :func:`clamp_count`).
         before: A node on the head's branch: the window ends just before it, to page back through older
             messages (pass :attr:`TranscriptWindow.next_before`). None: the window ends at the head.
+        messages: :func:`branch_messages` of the session as it is now, when the caller keeps it (a
+            server does, until the session's index changes); None walks the branch.
 
     Returns:
         The messages oldest first, with the session id, the total on the branch, how many were returned,
@@ -211,6 +227,10 @@ def read_transcript(
     """
     n = clamp_count(count)
     index = store.index(session_id)
+    if messages is not None and (before is None or before in messages):
+        ids = list(messages)
+        end = ids.index(before) if before is not None else len(ids)
+        return _window(store, session_id, index.head, ids, n, end, count, before)
     branch = branch_ids(index, index.head)
     ids = _messages_of(index, branch)
     end = len(ids)
@@ -220,12 +240,25 @@ def read_transcript(
         if before not in branch:
             raise NotOnBranchError(before, index.head)
         end = len(_messages_of(index, branch[: branch.index(before)]))
+    return _window(store, session_id, index.head, ids, n, end, count, before)
+
+
+def _window(
+    store: BaseStore,
+    session_id: str,
+    head: str | None,
+    ids: list[str],
+    n: int,
+    end: int,
+    count: int | None,
+    before: str | None,
+) -> TranscriptWindow:
     start = max(0, end - n)
     window = ids[start:end]
     messages = store.nodes(session_id, window) if window else []
     return TranscriptWindow(
         session_id=SessionId(session_id),
-        head=NodeId(index.head) if index.head else None,
+        head=NodeId(head) if head else None,
         messages=tuple(messages),
         total=len(ids),
         returned=len(messages),

@@ -70,6 +70,10 @@ def commands() -> list[tuple[list[str], Any]]:
     return out
 
 
+SERVERS = {"serve", "mcp"}
+"""Commands that run until stopped (their own tests start and stop them)."""
+
+
 def bad_invocations(path: list[str], cmd: Any, db: Path, ws: Path) -> list[list[str]]:
     """Ways to call one command wrongly: an unknown option; bad values for its arguments."""
     group_opts = ["-w", str(ws)] if path[0] == "memory" else []
@@ -85,9 +89,22 @@ def bad_invocations(path: list[str], cmd: Any, db: Path, ws: Path) -> list[list[
     cases = [[*prefix, "--no-such-option"], [*prefix, *values]]
     for p in cmd.params:
         if p.param_type_name == "option" and not p.is_flag and p.opts[0].startswith("--"):
-            numeric = p.name in {"limit", "count", "page", "per_page", "grace", "idle", "poll"}
+            numeric = p.name in {
+                "limit",
+                "count",
+                "page",
+                "per_page",
+                "grace",
+                "idle",
+                "poll",
+                "port",
+                "interval",
+            }
             bad = "-5" if numeric else ""
             cases.append([*prefix, *values, p.opts[0], bad])
+    if path[0] in SERVERS:
+        # Called rightly they serve until stopped: only the mistakes that stop them at once.
+        return [c for c in cases if "--no-such-option" in c or "-5" in c]
     # The store and the workspace named by paths that cannot be created.
     cases.append(["--db", "/proc/no/such.db", *path[:1], *group_opts, *path[1:], *values])
     if path[0] == "memory":

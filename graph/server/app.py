@@ -1,0 +1,342 @@
+"""The server's application: routes, extensions, errors as JSON, pages rendered from templates.
+
+:func:`create_app` builds a Starlette application over one store. Other packages add routes and pages
+through the ``sessiongraph.server`` entry-point group: each entry point names a factory
+``f(ctx: ServerContext) -> Extension | None`` (the memory package adds the Memory page, the memory
+panel and ``/api/memory/*`` this way, so ``graph`` never imports ``memory``); a factory that returns
+None adds nothing.
+
+Every endpoint runs on the event loop's thread, one request at a time: the store and a memory
+workspace are not thread-safe, and a local single-user server does not need more.
+
+Errors: every error response is JSON ``{"error": {"code": "...", "message": "..."}}``; an
+:class:`ApiError` raised by an endpoint becomes one, and so do unknown routes (404) and methods (405).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import orjson
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from graph.server.security import SecurityMiddleware
+from graph.store import BaseStore
+
+__all__ = [
+    "ApiError",
+    "Extension",
+    "Handler",
+    "Memo",
+    "NavLink",
+    "ServerContext",
+    "create_app",
+    "int_param",
+    "json_body",
+    "json_response",
+    "load_extensions",
+    "render",
+]
+
+HERE = Path(__file__).parent
+TEMPLATES = HERE / "templates"
+STATIC = HERE / "static"
+
+Handler = Callable[[Request, Exception], Awaitable[Response]]
+"""An exception handler: the request and the exception to a response."""
+
+
+class ApiError(Exception):
+    """An error answered as JSON ``{"error": {"code", "message"}}`` with an HTTP status.
+
+    Attributes:
+        status: The HTTP status (404 unknown id, 409 stale revision, 422 bad or over-cap input, ...).
+        code: A stable upper-case code (``UNKNOWN_SESSION``, ``OVER_CAP``, ...).
+        message: One sentence for a person.
+        facts: Extra JSON-shaped fields put beside code and message (``cap``, ``limit``, ...).
+    """
+
+    def __init__(self, status: int, code: str, message: str, **facts: Any) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.facts = facts
+
+
+def _default(o: Any) -> Any:
+    if isinstance(o, (set, frozenset, tuple)):
+        return list(o)
+    if hasattr(o, "model_dump"):
+        return o.model_dump(mode="json")
+    raise TypeError(f"not JSON-shaped: {type(o).__name__}")
+
+
+def json_response(
+    data: Any, status: int = 200, headers: Mapping[str, str] | None = None
+) -> Response:
+    """A JSON response (orjson; pydantic models and tuples are converted)."""
+    body = orjson.dumps(data, default=_default, option=orjson.OPT_NON_STR_KEYS)
+    return Response(body, status, headers=dict(headers or {}), media_type="application/json")
+
+
+async def json_body(request: Request, max_bytes: int = 1 << 20) -> Any:
+    """Read a request's JSON body.
+
+    Raises:
+        ApiError: 413 over ``max_bytes`` bytes, 422 when it is not JSON.
+    """
+    raw = await request.body()
+    if len(raw) > max_bytes:
+        raise ApiError(413, "TOO_LARGE", f"the body has {len(raw)} bytes, over {max_bytes}")
+    try:
+        return orjson.loads(raw or b"null")
+    except orjson.JSONDecodeError as e:
+        raise ApiError(422, "MALFORMED", f"the body is not JSON: {e}") from None
+
+
+def int_param(
+    request: Request,
+    name: str,
+    default: int,
+    *,
+    low: int | None = None,
+    high: int | None = None,
+    cap: str | None = None,
+    clamp: bool = False,
+) -> int:
+    """Read an integer query parameter.
+
+    Args:
+        request: The request.
+        name: The parameter.
+        default: Its value when absent.
+        low: The least value accepted.
+        high: The greatest value accepted.
+        cap: The cap's name reported when ``high`` is exceeded.
+        clamp: Clamp into ``low..high`` instead of refusing.
+
+    Raises:
+        ApiError: 422 when it is not an integer or (unless ``clamp``) out of range, naming the cap.
+    """
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ApiError(422, "MALFORMED", f"{name} must be an integer, got {raw!r}") from None
+    if clamp:
+        return max(
+            low if low is not None else value, min(high if high is not None else value, value)
+        )
+    if low is not None and value < low:
+        raise ApiError(422, "OUT_OF_RANGE", f"{name} must be at least {low}, got {value}")
+    if high is not None and value > high:
+        what = cap or name
+        raise ApiError(
+            422, "OVER_CAP", f"{name} is {value}, over {what} ({high})", cap=what, limit=high
+        )
+    return value
+
+
+class Memo:
+    """Answers computed from a session's index, kept until that index changes (LRU, bounded).
+
+    Counting a session's forks, rewound nodes and live tips walks every node; a list of sessions
+    would pay it per session on every request. The key carries the index's identity and revision
+    (which every append, head move, rewind and marker write bumps), so a changed session is
+    recomputed and an unchanged one is not.
+    """
+
+    def __init__(self, size: int = 1024) -> None:
+        self._size = size
+        self._data: OrderedDict[Hashable, Any] = OrderedDict()
+
+    @staticmethod
+    def index_key(store: BaseStore, session_id: str) -> tuple[Hashable, ...]:
+        """The key of a session's index as it is now (its identity, revision and size)."""
+        idx = store.index(session_id)
+        return (session_id, id(idx), idx.rev, len(idx))
+
+    def get(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """The answer kept for ``key``, or ``compute()`` kept for it."""
+        try:
+            self._data.move_to_end(key)
+            return self._data[key]
+        except KeyError:
+            value = compute()
+            self._data[key] = value
+            if len(self._data) > self._size:
+                self._data.popitem(last=False)
+            return value
+
+
+@dataclass(frozen=True)
+class NavLink:
+    """A link in the pages' top bar."""
+
+    label: str
+    path: str
+
+
+@dataclass
+class Extension:
+    """What a package adds to the server.
+
+    Attributes:
+        name: The package's name (for messages).
+        routes: Starlette routes (API under ``/api/``, pages elsewhere).
+        nav: Links for the top bar.
+        templates: A directory of Jinja2 templates, which may extend ``base.html``.
+        static: A directory served under ``/static/<name>/``.
+        openapi: OpenAPI ``paths`` entries for its API routes.
+        exception_handlers: Handlers for the package's own exceptions.
+    """
+
+    name: str
+    routes: Sequence[BaseRoute] = ()
+    nav: Sequence[NavLink] = ()
+    templates: Path | None = None
+    static: Path | None = None
+    openapi: Mapping[str, Any] = field(default_factory=dict)
+    exception_handlers: Mapping[type[Exception], Handler] = field(default_factory=dict)
+
+
+@dataclass
+class ServerContext:
+    """What an extension factory is given: the store and how the server was started."""
+
+    store: BaseStore
+    settings: Mapping[str, str] = field(default_factory=dict)
+    """Free-form settings from the command line (``--set key=value``)."""
+    memo: Memo = field(default_factory=Memo)
+    """The server's cache of per-session answers (see :class:`Memo`)."""
+
+
+def load_extensions(ctx: ServerContext) -> list[Extension]:
+    """Call every factory of the ``sessiongraph.server`` entry-point group, in name order."""
+    out: list[Extension] = []
+    for ep in sorted(entry_points(group="sessiongraph.server"), key=lambda e: e.name):
+        ext = ep.load()(ctx)
+        if ext is not None:
+            out.append(ext)
+    return out
+
+
+def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    """Render a page (Jinja2, autoescaped) with the top bar's links."""
+    env: jinja2.Environment = request.app.state.templates
+    page = env.get_template(template).render(
+        request=request, nav=request.app.state.nav, path=request.url.path, **context
+    )
+    return HTMLResponse(page, status)
+
+
+async def _api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return json_response(
+        {"error": {"code": exc.code, "message": exc.message, **exc.facts}}, exc.status
+    )
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    codes = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}
+    message = {404: f"no route {request.url.path}", 405: f"{request.method} is not allowed here"}
+    return json_response(
+        {
+            "error": {
+                "code": codes.get(exc.status_code, f"HTTP_{exc.status_code}"),
+                "message": message.get(exc.status_code, str(exc.detail)),
+            }
+        },
+        exc.status_code,
+    )
+
+
+async def _server_error(request: Request, exc: Exception) -> Response:
+    return json_response(
+        {"error": {"code": "INTERNAL", "message": f"{type(exc).__name__}: {exc}"}}, 500
+    )
+
+
+def _format_number(value: float) -> str:
+    return f"{value:,.0f}" if math.isfinite(value) else str(value)
+
+
+def create_app(
+    store: BaseStore,
+    *,
+    token: str,
+    hosts: Iterable[str] = (),
+    extensions: Iterable[Extension] | None = None,
+    settings: Mapping[str, str] | None = None,
+    ip_hosts: bool = False,
+) -> Starlette:
+    """Build the server over ``store``.
+
+    Args:
+        store: The session store.
+        token: The token every request must carry (see :mod:`graph.server.security`).
+        hosts: Host names accepted besides loopback (the bound address; ``testserver`` in tests).
+        extensions: What other packages add; None loads the ``sessiongraph.server`` entry points.
+        settings: Passed to the extension factories (``--set key=value``).
+        ip_hosts: Accept any IP address in ``Host`` (a server bound beyond loopback).
+
+    Returns:
+        The ASGI application (serve it with uvicorn).
+    """
+    from graph.server import api, pages
+
+    ctx = ServerContext(store, dict(settings or {}))
+    exts = list(extensions) if extensions is not None else load_extensions(ctx)
+    routes: list[BaseRoute] = [*api.routes(), *pages.routes()]
+    openapi_paths: dict[str, Any] = dict(api.OPENAPI_PATHS)
+    nav = [NavLink("Sessions", "/")]
+    loaders: list[jinja2.BaseLoader] = [jinja2.FileSystemLoader(TEMPLATES)]
+    handlers: dict[Any, Handler] = {
+        ApiError: _api_error,
+        HTTPException: _http_error,
+        Exception: _server_error,
+    }
+    for ext in exts:
+        routes.extend(ext.routes)
+        nav.extend(ext.nav)
+        openapi_paths.update(ext.openapi)
+        handlers.update(ext.exception_handlers)
+        if ext.templates is not None:
+            loaders.append(jinja2.FileSystemLoader(ext.templates))
+        if ext.static is not None:
+            routes.append(Mount(f"/static/{ext.name}", StaticFiles(directory=ext.static)))
+    routes.append(Mount("/static", StaticFiles(directory=STATIC), name="static"))
+    routes.append(Route("/api/openapi.json", api.openapi_endpoint, methods=["GET"]))
+    app = Starlette(routes=routes, exception_handlers=handlers)
+    env = jinja2.Environment(
+        loader=jinja2.ChoiceLoader(loaders),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["number"] = _format_number
+    app.state.store = store
+    app.state.memo = ctx.memo
+    app.state.templates = env
+    app.state.nav = nav
+    app.state.openapi = api.openapi_document(openapi_paths)
+    app.state.settings = ctx.settings
+    app.add_middleware(SecurityMiddleware, token=token, hosts=list(hosts), ip_hosts=ip_hosts)
+    return app

@@ -1,0 +1,103 @@
+"""``sessiongraph serve``: the local web server over the store (registered through ``sessiongraph.cli``).
+
+It binds 127.0.0.1 unless told otherwise (``--host``), on ``--port`` (0: any free port), prints the
+start URL with the random token and runs until Ctrl-C. Binding to another interface prints a warning
+on stderr; the token is still needed there.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import sys
+import webbrowser
+from typing import Annotated
+
+import typer
+
+__all__ = ["is_loopback", "register", "serve"]
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names only this machine (``localhost`` or a loopback address)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(
+    ctx: typer.Context,
+    host: Annotated[
+        str, typer.Option(help="Interface to bind (loopback by default).")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port (0: any free port).")] = 0,
+    open_browser: Annotated[
+        bool, typer.Option("--open", help="Open the start URL in a browser.")
+    ] = False,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set", help="KEY=VALUE for an extension (memory.workspace=DIR).", metavar="KEY=VALUE"
+        ),
+    ] = None,
+) -> None:
+    """Serve the sessions, their graphs, the Memory page and the REST API on a local web server."""
+    import uvicorn
+
+    from graph.cli import open_store
+    from graph.server.app import create_app
+    from graph.server.security import new_token
+
+    settings: dict[str, str] = {}
+    for item in set_ or []:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            typer.echo(f"error: --set {item}: expected KEY=VALUE", err=True)
+            raise typer.Exit(2)
+        settings[key] = value
+    if not 0 <= port <= 65535:
+        typer.echo(f"error: --port {port}: not a port number (0..65535)", err=True)
+        raise typer.Exit(2)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as e:
+        sock.close()
+        typer.echo(f"error: --host {host} --port {port}: cannot bind: {e.strerror or e}", err=True)
+        raise typer.Exit(1) from None
+    bound = sock.getsockname()[1]
+    token = new_token()
+    store = open_store(ctx)
+    local = is_loopback(host)
+    hosts = [] if local else [host.strip("[]"), socket.gethostname()]
+    app = create_app(store, token=token, hosts=hosts, settings=settings, ip_hosts=not local)
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{bound}/?token={token}"
+    if not is_loopback(host):
+        typer.echo(
+            f"warning: serving on {host}, reachable from other machines; every request still "
+            "needs the token",
+            err=True,
+        )
+    typer.echo(f"sessiongraph serving {store.path} at {url}")
+    typer.echo("Ctrl-C stops it.")
+    sys.stdout.flush()
+    if open_browser:
+        webbrowser.open(url)
+    config = uvicorn.Config(app, log_level="warning", lifespan="off")
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``serve`` to the command line."""
+    app.command("serve")(serve)

@@ -1,0 +1,54 @@
+"""The memory package's part of ``sessiongraph serve``: the Memory page, the memory panel and the API.
+
+Registered through the ``sessiongraph.server`` entry-point group (:func:`extension`), so the graph
+package's server never imports memory. The workspace is the ``memory.workspace`` setting
+(``sessiongraph serve --set memory.workspace=DIR``), else ``$SESSIONGRAPH_MEMORY``, else the user data
+directory's ``memory``; ``memory.core.inject`` (``true``/``false``, default true) and
+``memory.recent.limit`` (default 50) shape the Core and Recent sections.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from graph.server.app import Extension, NavLink, ServerContext
+from memory.web import api, pages
+from memory.web.api import MemoryHandle
+
+__all__ = ["extension"]
+
+HERE = Path(__file__).parent
+
+
+def _flag(value: str) -> bool:
+    return value.strip().lower() not in ("0", "false", "no", "off")
+
+
+def extension(ctx: ServerContext, workspace: str | Path | None = None) -> Extension:
+    """The memory extension of the server.
+
+    Args:
+        ctx: The server's context (the store and the ``--set`` settings).
+        workspace: The workspace directory; None reads the settings as the module doc says.
+
+    Returns:
+        The routes, pages, top-bar links, assets, OpenAPI paths and error handlers.
+    """
+    from memory.memory_cli import default_workspace
+
+    path = workspace or ctx.settings.get("memory.workspace") or default_workspace()
+    limit_raw = ctx.settings.get("memory.recent.limit", "50")
+    handle = MemoryHandle(
+        str(path),
+        inject=_flag(ctx.settings.get("memory.core.inject", "true")),
+        recent_limit=int(limit_raw) if limit_raw.isdigit() and int(limit_raw) > 0 else 50,
+    )
+    return Extension(
+        name="memory",
+        routes=[*api.routes(handle, ctx.store, ctx.memo), *pages.routes(handle)],
+        nav=[NavLink("Memory", "/memory"), NavLink("Memory panel", "/memory/panel")],
+        templates=HERE / "templates",
+        static=HERE / "static",
+        openapi=api.OPENAPI_PATHS,
+        exception_handlers=api.error_handlers(),
+    )
