@@ -18,6 +18,8 @@ from rich.table import Table
 from graph.bundle import export_session
 from graph.cli import open_store, render_tree, resolve_session, short
 from graph.importers import ImportReport, default_locations, import_paths
+from graph.importers.watch import DEFAULT_INTERVAL
+from graph.importers.watch import watch as watch_paths
 from graph.store import BaseStore
 
 __all__ = ["export_command", "import_command", "register"]
@@ -98,18 +100,29 @@ def import_command(
     provider: Annotated[str, typer.Option(help="Pending for this consumer (--show).")] = "memory",
     value: Annotated[str, typer.Option(help="The consumer's store id (--show).")] = "default",
     json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    watch: Annotated[
+        bool,
+        typer.Option("--watch", help="Keep running: import what is appended as it is written."),
+    ] = False,
+    interval: Annotated[
+        float, typer.Option(help="Seconds between looks at the files (--watch).", min=0.05)
+    ] = DEFAULT_INTERVAL,
 ) -> None:
     """Import Claude Code, pi and Codex transcripts (and session bundles) into the store.
 
     With no PATH, the runtimes' default directories on this machine (~/.claude/projects,
     ~/.pi/agent/sessions, ~/.codex/sessions). Re-importing changes nothing; grown files add only
-    their new entries.
+    their new entries. With --watch, the import runs again for every file that changes, until
+    interrupted (each pass prints the same report; --json prints one JSON line per pass).
     """
     targets = list(paths or default_locations())
     if not targets:
         err.print("no PATH given and no transcript directory found (~/.claude, ~/.pi, ~/.codex)")
         raise typer.Exit(1)
     store = open_store(ctx)
+    if watch:
+        _watch(store, targets, interval, json=json)
+        return
     with Progress(
         TextColumn("importing"),
         BarColumn(),
@@ -141,6 +154,27 @@ def import_command(
                 _show(store, sid, provider, value)
     if report.failed:
         raise typer.Exit(1)
+
+
+def _watch(store: BaseStore, targets: list[Path], interval: float, *, json: bool) -> None:
+    """``import --watch``: a report per pass that found something, until Ctrl-C."""
+
+    def report_pass(report: ImportReport) -> None:
+        if json:
+            print(orjson.dumps(report.to_json()).decode(), flush=True)
+            return
+        if report.nodes_added or not report.files:
+            console.print(_summary(store, report))
+        _problems(report)
+        console.print(
+            f"{len(report.files)} file(s), {report.nodes_added} node(s) added, "
+            f"{len(report.failed)} failed; watching {len(targets)} path(s)"
+        )
+
+    try:
+        watch_paths(store, targets, report_pass, interval=interval)
+    except KeyboardInterrupt:
+        err.print("stopped watching")
 
 
 def _show(store: BaseStore, session_id: str, provider: str, value: str) -> None:
