@@ -22,6 +22,7 @@ import bench_index  # noqa: E402
 import bench_mark  # noqa: E402
 import bench_peer  # noqa: E402
 import bench_pending  # noqa: E402
+import bench_search  # noqa: E402
 from _harness import console, machine, scratch_dir  # noqa: E402
 from rich.table import Table  # noqa: E402
 
@@ -32,6 +33,7 @@ SCRIPTS = {
     "append": bench_append.main,
     "import": bench_import.main,
     "peer": bench_peer.main,
+    "search": bench_search.main,
 }
 
 

@@ -11,6 +11,8 @@ directory (platformdirs).
 from __future__ import annotations
 
 import os
+import re
+from datetime import UTC, datetime, timedelta
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,12 +22,14 @@ import platformdirs
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 from rich.tree import Tree
 
 from graph.errors import GraphError, UnknownSessionError
 from graph.index import KIND_MASK, REWOUND
-from graph.models import Node, Session
+from graph.models import Node, SearchHit, Session
 from graph.sqlite_store import SessionStore
 from graph.store import BaseStore
 
@@ -35,6 +39,7 @@ __all__ = [
     "main",
     "node_json",
     "open_store",
+    "parse_since",
     "render_tree",
     "resolve_session",
     "short",
@@ -110,15 +115,66 @@ def node_json(node: Node) -> dict[str, Any]:
     return node.model_dump(mode="json") | {"text": node.text}
 
 
+_SINCE = re.compile(r"(\d+)\s*([mhdw])", re.IGNORECASE)
+_SINCE_UNITS = {"m": 60, "h": 3600, "d": 86_400, "w": 604_800}
+
+
+def parse_since(text: str, *, now: datetime | None = None) -> datetime:
+    """Read a ``--since`` value: an ISO 8601 date or time (naive means UTC), or an age.
+
+    An age is a number and a unit, ``m`` (minutes), ``h`` (hours), ``d`` (days) or ``w`` (weeks):
+    ``7d`` is seven days before ``now``.
+
+    Raises:
+        typer.BadParameter: neither form.
+    """
+    m = _SINCE.fullmatch(text.strip())
+    if m:
+        moment = now or datetime.now(UTC)
+        return moment - timedelta(seconds=int(m.group(1)) * _SINCE_UNITS[m.group(2).lower()])
+    try:
+        parsed = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise typer.BadParameter(
+            f"{text!r} is not a date (2026-11-30, 2026-11-30T14:00) or an age (90m, 12h, 7d, 2w)"
+        ) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+_Since = Annotated[
+    str | None,
+    typer.Option(help="Only since this date (2026-11-30, 2026-11-30T14:00 UTC) or age (12h, 7d)."),
+]
+_Runtime = Annotated[
+    str | None, typer.Option(help="Only sessions of this runtime: claude-code, pi or codex.")
+]
+_Project = Annotated[
+    str | None,
+    typer.Option(help="Only sessions whose working directory is this folder or lies under it."),
+]
+
+
+def _project(path: str | None) -> str | None:
+    return None if path is None else str(Path(path).expanduser().absolute())
+
+
 @app.command()
 def sessions(
     ctx: typer.Context,
     limit: Annotated[int, typer.Option(help="At most this many.")] = 50,
+    runtime: _Runtime = None,
+    project: _Project = None,
+    since: _Since = None,
     json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """List sessions, most recently updated first."""
     store = open_store(ctx)
-    rows = store.sessions(limit)
+    rows = store.sessions(
+        limit,
+        runtime=runtime,
+        project=_project(project),
+        since=None if since is None else parse_since(since),
+    )
     if json:
         _dump([s.model_dump(mode="json") | {"nodes": len(store.index(s.id))} for s in rows])
         return
@@ -134,6 +190,59 @@ def sessions(
             s.parent_session or "",
         )
     console.print(table)
+
+
+def _snippet(hit: SearchHit) -> Text:
+    text = Text(hit.snippet)
+    for start, end in hit.spans:
+        text.stylize("bold yellow", start, end)
+    return text
+
+
+@app.command()
+def search(
+    ctx: typer.Context,
+    query: Annotated[
+        str,
+        typer.Argument(
+            help='Words that must all occur; "a phrase", prefix* and -exclude are understood.'
+        ),
+    ],
+    session: Annotated[
+        str | None,
+        typer.Option(help="Only this session (id or unique prefix) and its sub-agents."),
+    ] = None,
+    since: _Since = None,
+    runtime: _Runtime = None,
+    project: _Project = None,
+    limit: Annotated[int, typer.Option(help="At most this many hits (1..1000).")] = 20,
+    json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Search what was said in every imported session, best matches first."""
+    store = open_store(ctx)
+    sid = None if session is None else resolve_session(store, session).id
+    hits = store.search(
+        query,
+        session=sid,
+        since=None if since is None else parse_since(since),
+        runtime=runtime,
+        project=_project(project),
+        limit=limit,
+    )
+    if json:
+        _dump([h.model_dump(mode="json") for h in hits])
+        return
+    if not hits:
+        console.print(f"no match for {query!r}", markup=False, highlight=False)
+        return
+    for h in hits:
+        head = Text(f"{h.created_at:%Y-%m-%d %H:%M}  ", style="dim")
+        head.append(h.role.value + (" (rewound)" if h.rewound else ""), style="cyan")
+        head.append(f"  {h.session_id}", style="bold")
+        head.append(f"  {short(h.node_id)}", style="dim")
+        console.print(head)
+        console.print(Padding(_snippet(h), (0, 0, 1, 4)))
+    console.print(f"{len(hits)} hit(s)", highlight=False)
 
 
 def render_tree(store: BaseStore, session: Session) -> Tree:

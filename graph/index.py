@@ -24,7 +24,9 @@ __all__ = [
     "Eligible",
     "NodeInfo",
     "SessionIndex",
+    "kind_of",
     "node_bits",
+    "role_of",
 ]
 
 _KINDS = (Kind.MESSAGE, Kind.SUMMARY, Kind.EVENT)
@@ -59,6 +61,16 @@ def node_bits(
         | (SCHEDULED if scheduled else 0)
         | (SIBLING if sibling else 0)
     )
+
+
+def kind_of(bits: int) -> Kind:
+    """Return the kind packed into a ``bits`` column value."""
+    return _KINDS[bits & KIND_MASK]
+
+
+def role_of(bits: int) -> Role:
+    """Return the role packed into a ``bits`` column value."""
+    return _ROLES[(bits & ROLE_MASK) >> 2]
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,9 +13,20 @@ from contextlib import contextmanager
 from typing import Any
 
 from graph.errors import DuplicateSessionError, UnknownSessionError
-from graph.index import SessionIndex
-from graph.models import Session, from_micros, to_micros
-from graph.store import BaseStore, NodeRow
+from graph.ids import NodeId, SessionId
+from graph.index import SessionIndex, kind_of, role_of
+from graph.models import SearchHit, Session, from_micros, to_micros
+from graph.search import (
+    RANKED_CANDIDATES,
+    Query,
+    bm25,
+    doc_freqs,
+    make_snippet,
+    matches,
+    split_marked,
+    tokens,
+)
+from graph.store import KEEP_ALL, BaseStore, NodeRow, SessionFilter
 
 __all__ = ["MemorySessionStore"]
 
@@ -90,12 +101,66 @@ class MemorySessionStore(BaseStore):
             raise UnknownSessionError(session_id)
         return self._session(self._sessions[session_id])
 
-    def _db_sessions(self, limit: int | None, parent: str | None) -> list[Session]:
+    def _db_sessions(
+        self, limit: int | None, parent: str | None, keep: SessionFilter = KEEP_ALL
+    ) -> list[Session]:
         rows = [
-            s for s in self._sessions.values() if parent is None or s["parent_session"] == parent
+            s
+            for s in self._sessions.values()
+            if (parent is None or s["parent_session"] == parent)
+            and self._keeps(keep, s)
+            and (keep.since is None or s["updated_at"] >= keep.since)
         ]
         rows.sort(key=lambda s: (s["updated_at"], s["id"]), reverse=True)
         return [self._session(s) for s in rows[:limit]]
+
+    def _keeps(self, keep: SessionFilter, s: dict[str, Any]) -> bool:
+        runtime, project = self._origin(s["metadata"], s["parent_session"])
+        return (keep.runtime is None or runtime == keep.runtime) and keep.keeps_project(project)
+
+    def _db_search(
+        self,
+        query: Query,
+        sessions: Sequence[str] | None,
+        keep: SessionFilter,
+        limit: int,
+        offset: int,
+    ) -> list[SearchHit]:
+        indexed = [(seq, r, tokens(r.text)) for seq, r in enumerate(self._nodes.values()) if r.text]
+        if not indexed:
+            return []
+        freqs = doc_freqs(query, (t for _, _, t in indexed))
+        avg = sum(len(t) for _, _, t in indexed) / len(indexed)
+        wanted = None if sessions is None else set(sessions)
+        found = []
+        for seq, r, toks in indexed:
+            if wanted is not None and r.session_id not in wanted:
+                continue
+            if keep.since is not None and r.created_at < keep.since:
+                continue
+            if not self._keeps(keep, self._sessions[r.session_id]) or not matches(query, toks):
+                continue
+            found.append((seq, r, toks))
+        found = found[-RANKED_CANDIDATES:]  # the newest matches, as the SQLite store ranks
+        ranked = [(bm25(query, toks, freqs, len(indexed), avg), seq, r) for seq, r, toks in found]
+        ranked.sort(key=lambda f: (f[0], f[1]))
+        hits = []
+        for rank, _, r in ranked[offset : offset + limit]:
+            snippet, spans = split_marked(make_snippet(query, r.text))
+            hits.append(
+                SearchHit.model_construct(
+                    session_id=SessionId(r.session_id),
+                    node_id=NodeId(r.id),
+                    created_at=from_micros(r.created_at),
+                    kind=kind_of(r.bits),
+                    role=role_of(r.bits),
+                    snippet=snippet,
+                    spans=spans,
+                    rank=rank,
+                    rewound=r.id in self._rewound[r.session_id],
+                )
+            )
+        return hits
 
     def _db_insert_session(self, session: Session) -> None:
 

@@ -22,6 +22,7 @@ __all__ = [
     "Kind",
     "Node",
     "Role",
+    "SearchHit",
     "Session",
     "TextBlock",
     "ToolCallBlock",
@@ -209,3 +210,27 @@ class Session(BaseModel):
     """For a spawned sub-agent session: the node of the parent session that started it."""
     parent_session: SessionId | None = None
     """For a spawned session: the session holding ``spawned_from``."""
+
+
+class SearchHit(BaseModel):
+    """One node found by a full-text search of what was said (see :mod:`graph.search`)."""
+
+    model_config = _frozen
+    session_id: SessionId
+    """The session holding the node."""
+    node_id: NodeId
+    """The node that matched."""
+    created_at: datetime
+    """When the runtime wrote the node (UTC)."""
+    kind: Kind
+    """message or summary (events are not indexed)."""
+    role: Role
+    """Who said it."""
+    snippet: str
+    """One line of plain text around the match, control characters removed; ``…`` marks a cut."""
+    spans: tuple[tuple[int, int], ...] = ()
+    """``[start, end)`` character offsets of the matched words in :attr:`snippet`."""
+    rank: float
+    """FTS5's bm25 score: negative, lower is a better match."""
+    rewound: bool = False
+    """The node was rewound (it is on no branch, but it was said)."""

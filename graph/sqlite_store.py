@@ -18,19 +18,33 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import orjson
 import sqlite_utils
 
-from graph.codec import decode, encode
+from graph.codec import decode, decode_content, encode
 from graph.errors import DuplicateSessionError, SchemaVersionError, StoreError, UnknownSessionError
 from graph.ids import NodeId, SessionId
-from graph.index import SessionIndex
-from graph.models import Session, from_micros, to_micros
-from graph.store import BaseStore, NodeRow, paused_gc
+from graph.index import SessionIndex, kind_of, role_of
+from graph.models import SearchHit, Session, from_micros, to_micros
+from graph.search import (
+    RANKED_CANDIDATES,
+    Query,
+    fts_query,
+    indexed_text,
+    make_snippet,
+    split_marked,
+)
+from graph.store import KEEP_ALL, BaseStore, NodeRow, SessionFilter, paused_gc
 
 __all__ = ["SCHEMA_VERSION", "SessionStore"]
 
-SCHEMA_VERSION = 1
-"""The schema version this library writes; recorded in the file's ``meta`` table."""
+SCHEMA_VERSION = 2
+"""The schema version this library writes; recorded in the file's ``meta`` table.
+
+1. sessions, nodes, covers, marks, rewound.
+2. The full-text index of what was said (``node_text``, FTS5, rowid = ``nodes.seq``) and the
+   sessions' ``runtime`` and ``project`` columns, both filled from what version 1 stored.
+"""
 
 _CHUNK = 500  # ids per IN (...) query, under SQLite's variable limit
 
@@ -92,6 +106,12 @@ class SessionStore(BaseStore):
                 raise SchemaVersionError(SCHEMA_VERSION, version)
             if version < 1:
                 self._create_v1()
+            if version < 2:
+                self._add_search()
+            if version < SCHEMA_VERSION:
+                self.db.table("meta").upsert(
+                    {"key": "schema_version", "value": str(SCHEMA_VERSION)}, pk="key"
+                )
 
     def _create_v1(self) -> None:
         db = self.db
@@ -150,7 +170,32 @@ class SessionStore(BaseStore):
             " session_id TEXT NOT NULL, node_id TEXT NOT NULL UNIQUE)"
         )
         db.table("rewound").create_index(["session_id", "seq"], index_name="rewound_by_session")
-        db.table("meta").upsert({"key": "schema_version", "value": str(SCHEMA_VERSION)}, pk="key")
+
+    def _add_search(self) -> None:
+        c = self.conn
+        c.execute("ALTER TABLE sessions ADD COLUMN runtime TEXT")
+        c.execute("ALTER TABLE sessions ADD COLUMN project TEXT")
+        c.execute("CREATE INDEX sessions_by_runtime ON sessions (runtime, updated_at)")
+        c.execute("CREATE INDEX sessions_by_project ON sessions (project)")
+        c.execute(
+            "CREATE VIRTUAL TABLE node_text USING fts5(text, tokenize='unicode61 remove_diacritics 2')"
+        )
+        origins = [
+            (*self._origin(decode(meta) if meta else {}, parent), sid)
+            for sid, meta, parent in c.execute(
+                "SELECT id, metadata, parent_session FROM sessions"
+            ).fetchall()
+        ]
+        c.executemany("UPDATE sessions SET runtime=?, project=? WHERE id=?", origins)
+        batch: list[tuple[int, str]] = []
+        for seq, bits, content in c.execute("SELECT seq, bits, content FROM nodes"):
+            text = indexed_text(kind_of(bits), decode_content(content))
+            if text:
+                batch.append((seq, text))
+            if len(batch) >= 10_000:
+                c.executemany("INSERT INTO node_text (rowid, text) VALUES (?, ?)", batch)
+                batch.clear()
+        c.executemany("INSERT INTO node_text (rowid, text) VALUES (?, ?)", batch)
 
     @property
     def schema_version(self) -> int:
@@ -295,23 +340,98 @@ class SessionStore(BaseStore):
             raise UnknownSessionError(session_id)
         return self._session(row)
 
-    def _db_sessions(self, limit: int | None, parent: str | None) -> list[Session]:
-        where = "WHERE parent_session=?" if parent is not None else ""
-        params: list[Any] = [parent] if parent is not None else []
+    def _db_sessions(
+        self, limit: int | None, parent: str | None, keep: SessionFilter = KEEP_ALL
+    ) -> list[Session]:
+        where, params = self._session_filter(keep)
+        if parent is not None:
+            where.append("parent_session=?")
+            params.append(parent)
+        if keep.since is not None:
+            where.append("updated_at>=?")
+            params.append(keep.since)
         params.append(-1 if limit is None else limit)
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
         with _translated():
             rows = self.conn.execute(
-                f"SELECT {self._SESSION_COLUMNS} FROM sessions {where}"
+                f"SELECT {self._SESSION_COLUMNS} FROM sessions {clause}"
                 " ORDER BY updated_at DESC, id DESC LIMIT ?",
                 params,
             ).fetchall()
         return [self._session(r) for r in rows]
 
+    @staticmethod
+    def _session_filter(
+        keep: SessionFilter, table: str = "sessions"
+    ) -> tuple[list[str], list[Any]]:
+        where: list[str] = []
+        params: list[Any] = []
+        if keep.runtime is not None:
+            where.append(f"{table}.runtime=?")
+            params.append(keep.runtime)
+        if keep.project is not None:
+            root = keep.project.rstrip("/") or "/"
+            where.append(f"({table}.project=? OR substr({table}.project, 1, ?)=?)")
+            prefix = root if root == "/" else root + "/"
+            params += [root, len(prefix), prefix]
+        return where, params
+
+    def _db_search(
+        self,
+        query: Query,
+        sessions: Sequence[str] | None,
+        keep: SessionFilter,
+        limit: int,
+        offset: int,
+    ) -> list[SearchHit]:
+        where, params = self._session_filter(keep, "s")
+        if sessions is not None:
+            where.append("n.session_id IN (SELECT value FROM json_each(?))")
+            params.append(orjson.dumps(list(sessions)).decode())
+        if keep.since is not None:
+            where.append("n.created_at>=?")
+            params.append(keep.since)
+        clause = "".join(f" AND {w}" for w in where)
+        # FTS5 walks matches newest first natively, so the candidates stop at RANKED_CANDIDATES
+        # without scoring or sorting the rest; only those are ranked, and only the page is decoded.
+        sql = (
+            "WITH c AS (SELECT node_text.rowid AS seq, bm25(node_text) AS rank FROM node_text"
+            " JOIN nodes n ON n.seq = node_text.rowid JOIN sessions s ON s.id = n.session_id"
+            f" WHERE node_text MATCH ?{clause} ORDER BY node_text.rowid DESC LIMIT ?)"
+            " SELECT n.id, n.session_id, n.created_at, n.bits, n.content, c.rank,"
+            " EXISTS (SELECT 1 FROM rewound r WHERE r.node_id = n.id)"
+            " FROM c JOIN nodes n ON n.seq = c.seq ORDER BY c.rank, c.seq LIMIT ? OFFSET ?"
+        )
+        args = [fts_query(query), *params, RANKED_CANDIDATES, limit, offset]
+        with _translated():
+            rows = self.conn.execute(sql, args).fetchall()
+        hits = []
+        for nid, sid, created, bits, content, rank, rewound in rows:
+            kind = kind_of(bits)
+            snippet, spans = split_marked(
+                make_snippet(query, indexed_text(kind, decode_content(content)))
+            )
+            hits.append(
+                SearchHit.model_construct(
+                    session_id=SessionId(sid),
+                    node_id=NodeId(nid),
+                    created_at=from_micros(created),
+                    kind=kind,
+                    role=role_of(bits),
+                    snippet=snippet,
+                    spans=spans,
+                    rank=float(rank),
+                    rewound=bool(rewound),
+                )
+            )
+        return hits
+
     def _db_insert_session(self, session: Session) -> None:
         try:
             self.conn.execute(
                 "INSERT INTO sessions (id, title, created_at, updated_at, head, rev, spawned_from,"
-                " parent_session, metadata) VALUES (?, ?, ?, ?, NULL, 0, ?, ?, ?)",
+                " parent_session, metadata, runtime, project)"
+                " VALUES (?, ?, ?, ?, NULL, 0, ?, ?, ?, ?, ?)",
                 (
                     session.id,
                     session.title,
@@ -320,6 +440,7 @@ class SessionStore(BaseStore):
                     session.spawned_from,
                     session.parent_session,
                     encode(dict(session.metadata)),
+                    *self._origin(session.metadata, session.parent_session),
                 ),
             )
         except sqlite3.IntegrityError as e:
@@ -334,8 +455,12 @@ class SessionStore(BaseStore):
             if title is not None:
                 self.conn.execute("UPDATE sessions SET title=? WHERE id=?", (title, session_id))
             if metadata is not None:
+                (parent,) = self.conn.execute(
+                    "SELECT parent_session FROM sessions WHERE id=?", (session_id,)
+                ).fetchone()
                 self.conn.execute(
-                    "UPDATE sessions SET metadata=? WHERE id=?", (encode(metadata), session_id)
+                    "UPDATE sessions SET metadata=?, runtime=?, project=? WHERE id=?",
+                    (encode(metadata), *self._origin(metadata, parent), session_id),
                 )
 
     def _db_update_session(self, session_id: str, head: str | None, updated_at: int | None) -> int:
@@ -378,6 +503,11 @@ class SessionStore(BaseStore):
                 [r[:7] for r in rows],
             )
             self._advance(rows[0].session_id, "node_seq", "nodes")
+            said = [(r.text, r.id) for r in rows if r.text]
+            if said:
+                self.conn.executemany(
+                    "INSERT INTO node_text (rowid, text) SELECT seq, ? FROM nodes WHERE id=?", said
+                )
             links = [(r.id, i, c) for r in rows for i, c in enumerate(r.covers)]
             if links:
                 self.conn.executemany(

@@ -32,6 +32,7 @@ from graph.errors import (
     NotOnBranchError,
     UnknownNodeError,
     UnknownPredecessorError,
+    UnknownSessionError,
 )
 from graph.ids import NodeId, SessionId, new_id
 from graph.index import (
@@ -48,14 +49,24 @@ from graph.models import (
     Kind,
     Node,
     Role,
+    SearchHit,
     Session,
     content_text,
     from_micros,
     to_micros,
     utcnow,
 )
+from graph.search import Query, indexed_text, parse_query
 
-__all__ = ["HEAD", "BaseStore", "NodeRow", "SessionStats", "paused_gc"]
+__all__ = [
+    "HEAD",
+    "BaseStore",
+    "NodeRow",
+    "SessionFilter",
+    "SessionStats",
+    "paused_gc",
+    "session_origin",
+]
 
 
 @contextmanager
@@ -100,6 +111,9 @@ class NodeRow(NamedTuple):
     metadata: bytes
     """The msgpack metadata payload (markers and rewound stamps are stored apart)."""
     covers: tuple[str, ...]
+    text: str = ""
+    """The text the full-text index holds for the node (:func:`graph.search.indexed_text`); only
+    set on rows being written."""
 
 
 class SessionStats(NamedTuple):
@@ -114,6 +128,51 @@ class SessionStats(NamedTuple):
     live_tips: int
     spawned: int
     """Sessions spawned from this one."""
+
+
+class SessionFilter(NamedTuple):
+    """What :meth:`BaseStore.sessions` and :meth:`BaseStore.search` keep; None keeps everything."""
+
+    runtime: str | None = None
+    """The runtime that wrote the transcript (``claude-code``, ``pi``, ``codex``)."""
+    project: str | None = None
+    """A project folder: sessions whose working directory is it or lies under it."""
+    since: int | None = None
+    """Microseconds since the Unix epoch: sessions updated (nodes written) at or after it."""
+
+    def keeps_project(self, project: str | None) -> bool:
+        """Whether a session's project folder is :attr:`project` or lies under it."""
+        if self.project is None:
+            return True
+        if project is None:
+            return False
+        root = self.project.rstrip("/") or "/"
+        return project == root or project.startswith(root if root == "/" else root + "/")
+
+
+_KEEP_ALL = SessionFilter()
+KEEP_ALL = _KEEP_ALL
+"""The filter that keeps every session."""
+
+
+def session_origin(metadata: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """Return ``(runtime, project)`` of a session from the metadata its importer kept.
+
+    The runtime is ``metadata["runtime"]``. The project is the working directory the runtime
+    recorded: ``project`` or ``cwd`` at the top (Claude Code), in pi's session header
+    (``header.cwd``), or in Codex's ``session_meta.cwd``; trailing slashes are dropped.
+    """
+    runtime = metadata.get("runtime")
+    project: Any = metadata.get("project") or metadata.get("cwd")
+    for nested in ("header", "session_meta"):
+        inner = metadata.get(nested)
+        if not project and isinstance(inner, Mapping):
+            project = inner.get("cwd")
+    if isinstance(project, str) and project:
+        project = project.rstrip("/") or "/"
+    else:
+        project = None
+    return (runtime if isinstance(runtime, str) and runtime else None), project
 
 
 _KIND_OF = (Kind.MESSAGE, Kind.SUMMARY, Kind.EVENT)  # the kind codes of graph.index.node_bits
@@ -157,6 +216,7 @@ def _row_of(node: Node) -> NodeRow:
         encode_content(node.content),
         encode(meta) if meta else _EMPTY_METADATA,
         tuple(node.covers),
+        indexed_text(node.kind, node.content),
     )
 
 
@@ -218,8 +278,21 @@ class BaseStore(ABC):
         """Read one session (raises UnknownSessionError)."""
 
     @abstractmethod
-    def _db_sessions(self, limit: int | None, parent: str | None) -> list[Session]:
+    def _db_sessions(
+        self, limit: int | None, parent: str | None, keep: SessionFilter = _KEEP_ALL
+    ) -> list[Session]:
         """Sessions most recently updated first (only those spawned from ``parent`` when given)."""
+
+    @abstractmethod
+    def _db_search(
+        self,
+        query: Query,
+        sessions: Sequence[str] | None,
+        keep: SessionFilter,
+        limit: int,
+        offset: int,
+    ) -> list[SearchHit]:
+        """Nodes whose indexed text matches ``query``, best first (``keep.since`` bounds nodes)."""
 
     @abstractmethod
     def _db_insert_session(self, session: Session) -> None:
@@ -255,6 +328,23 @@ class BaseStore(ABC):
     @abstractmethod
     def _db_insert_rewound(self, session_id: str, ids: Sequence[str]) -> None:
         """Stamp nodes rewound."""
+
+    def _origin(
+        self, metadata: Mapping[str, Any], parent: str | None
+    ) -> tuple[str | None, str | None]:
+        """``(runtime, project)`` of a session; a spawned session lacking them takes its parent's."""
+        runtime, project = session_origin(metadata)
+        seen: set[str] = set()
+        while parent is not None and parent not in seen and (runtime is None or project is None):
+            seen.add(parent)
+            try:
+                up = self._db_session(parent)
+            except UnknownSessionError:
+                break
+            up_runtime, up_project = session_origin(up.metadata)
+            runtime, project = runtime or up_runtime, project or up_project
+            parent = up.parent_session
+        return runtime, project
 
     # ---------------------------------------------------------------- the index
 
@@ -369,9 +459,77 @@ class BaseStore(ABC):
             self._db_set_session_info(session_id, title, meta)
             return self._db_session(session_id)
 
-    def sessions(self, limit: int | None = None) -> list[Session]:
-        """Return sessions most recently updated first (at most ``limit``)."""
-        return self._db_sessions(limit, None)
+    def sessions(
+        self,
+        limit: int | None = None,
+        *,
+        runtime: str | None = None,
+        project: str | None = None,
+        since: datetime | None = None,
+    ) -> list[Session]:
+        """Return sessions most recently updated first (at most ``limit``).
+
+        Args:
+            limit: At most this many sessions; None for all.
+            runtime: Only sessions imported from this runtime (``claude-code``, ``pi``, ``codex``;
+                the ``runtime`` an importer keeps in the session metadata).
+            project: Only sessions whose working directory (see :func:`session_origin`) is this
+                folder or lies under it.
+            since: Only sessions updated at or after this moment (naive means UTC).
+        """
+        keep = SessionFilter(runtime, project, None if since is None else to_micros(since))
+        return self._db_sessions(limit, None, keep)
+
+    def search(
+        self,
+        query: str,
+        *,
+        session: str | None = None,
+        since: datetime | None = None,
+        runtime: str | None = None,
+        project: str | None = None,
+        limit: int = 20,
+        offset: int = 0,
+    ) -> list[SearchHit]:
+        """Search what was said in every stored session; best matches first.
+
+        The index holds the text blocks of message and summary nodes, kept in step with every
+        append and import in the same transaction. Rewound nodes are found too (flagged).
+
+        Args:
+            query: Words as a person types them (see :mod:`graph.search`): all must occur;
+                ``"a phrase"``, ``prefix*`` and ``-exclude`` are understood; nothing in it is a
+                syntax error.
+            session: Only this session and the sessions spawned from it (and theirs).
+            since: Only nodes written at or after this moment (naive means UTC).
+            runtime: Only sessions imported from this runtime.
+            project: Only sessions whose working directory is this folder or lies under it.
+            limit: At most this many hits (clamped to 1..1000).
+            offset: Skip this many of the best hits first (paging).
+
+        Returns:
+            Hits with a one-line snippet and its matched spans; ``[]`` when nothing matches.
+
+        Raises:
+            UnknownSessionError: ``session`` does not exist.
+        """
+        parsed = parse_query(query)
+        if parsed.empty:
+            return []
+        ids: list[str] | None = None
+        if session is not None:
+            self._db_session(session)
+            ids, todo = [], [session]
+            seen = set()
+            while todo:  # bounded: each session is visited once
+                sid = todo.pop()
+                if sid in seen:
+                    continue
+                seen.add(sid)
+                ids.append(sid)
+                todo.extend(s.id for s in self._db_sessions(None, sid))
+        keep = SessionFilter(runtime, project, None if since is None else to_micros(since))
+        return self._db_search(parsed, ids, keep, max(1, min(limit, 1000)), max(0, offset))
 
     def spawn(
         self,
