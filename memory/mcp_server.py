@@ -39,7 +39,7 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import Annotated, ParamSpec, TypeVar
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -50,7 +50,7 @@ from graph.errors import GraphError
 from graph.ids import NodeId, SessionId
 from graph.importers.watch import TranscriptWatcher
 from graph.models import Kind, Node, Role, Session
-from graph.store import BaseStore
+from graph.store import BaseStore, session_origin
 from memory import caps
 from memory.caps import CapExceeded
 from memory.changes import Change, ChangeSet, CreateRecord, Destination, SourceRef
@@ -88,7 +88,11 @@ _RUNTIME = Annotated[
     str | None, Field(description="Only sessions of this runtime: 'claude-code', 'codex' or 'pi'.")
 ]
 _PROJECT = Annotated[
-    str | None, Field(description="Only sessions whose working directory contains this text.")
+    str | None,
+    Field(
+        description="Only sessions whose working directory is this folder or lies under it "
+        "(an absolute path, as list_sessions shows it in project)."
+    ),
 ]
 _SINCE = Annotated[
     str | None, Field(description="Only sessions updated since this ISO date or time (UTC).")
@@ -315,18 +319,6 @@ def _message(node: Node) -> Message:
     )
 
 
-def _project(metadata: Any) -> str:
-    """The working directory a runtime recorded: ``cwd`` at the top or one level down."""
-    if not isinstance(metadata, dict):
-        return ""
-    if isinstance(metadata.get("cwd"), str):
-        return str(metadata["cwd"])
-    for value in metadata.values():
-        if isinstance(value, dict) and isinstance(value.get("cwd"), str):
-            return str(value["cwd"])
-    return ""
-
-
 def _since(value: str | None) -> datetime | None:
     if not value:
         return None
@@ -364,13 +356,8 @@ class MemoryTools:
 
     def _entry(self, session: Session) -> SessionEntry:
         info = open_session(self.store, session.id)
-        meta = dict(session.metadata)
-        runtime = meta.get("runtime")
-        return SessionEntry(
-            **info.model_dump(),
-            runtime=runtime if isinstance(runtime, str) else "",
-            project=_project(meta),
-        )
+        runtime, project = session_origin(session.metadata)
+        return SessionEntry(**info.model_dump(), runtime=runtime or "", project=project or "")
 
     def _session(self, ref: str) -> Session:
         try:
@@ -389,20 +376,10 @@ class MemoryTools:
     ) -> SessionList:
         """List the saved sessions, most recently updated first (at most 30)."""
         n = max(1, min(int(limit), caps.LOOKUP_MAX_SESSIONS))
-        after = _since(since)
-        want = (project or "").lower()
-        rows: list[SessionEntry] = []
-        for s in self.store.sessions(None):
-            if after is not None and s.updated_at < after:
-                break  # newest first: the rest are older still
-            meta = dict(s.metadata)
-            if runtime and meta.get("runtime") != runtime:
-                continue
-            if want and want not in _project(meta).lower():
-                continue
-            rows.append(self._entry(s))
-            if len(rows) == n:
-                break
+        found = self.store.sessions(
+            n, runtime=runtime or None, project=project or None, since=_since(since)
+        )
+        rows = [self._entry(s) for s in found]
         filters = ", ".join(
             f"{k} {v}"
             for k, v in (("runtime", runtime), ("project", project), ("since", since))
@@ -471,12 +448,9 @@ class MemoryTools:
         offset: Annotated[int, Field(description="Matches to skip (paging).")] = 0,
     ) -> TranscriptHits:
         """Search every transcript's text."""
-        search = getattr(self.store, "search", None)
-        if search is None:
-            raise ToolError("transcript search is not available in this version of the store")
         n = max(1, min(int(limit), caps.MAX_RESULTS_PER_PAGE))
         sid = self._session(session_id).id if session_id else None
-        hits = search(
+        hits = self.store.search(
             query[: caps.MAX_QUERY_CHARS],
             session=sid,
             since=_since(since),
@@ -713,8 +687,8 @@ what you remember; save only what they confirmed, after showing them the draft (
 _DESCRIPTIONS: dict[str, str] = {
     "list_sessions": (
         "List this person's saved agent sessions, most recently updated first: at most 30 (limit is "
-        "clamped to 1..30). Filter by runtime ('claude-code', 'codex', 'pi'), by project (a part of the "
-        "working directory) and by since (an ISO date: only sessions updated since then). Each entry "
+        "clamped to 1..30). Filter by runtime ('claude-code', 'codex', 'pi'), by project (a folder: "
+        "sessions whose working directory is it or lies under it) and by since (an ISO date: only sessions updated since then). Each entry "
         "has the session id, title, times, message count and live tips. Match the person's words "
         "against titles and projects; open one only when exactly one matches, otherwise ask."
     ),
@@ -733,7 +707,8 @@ _DESCRIPTIONS: dict[str, str] = {
     "latest_message": "Read the newest message of a session's head's branch (null when it has none).",
     "search_sessions": (
         "Full-text search over every saved transcript's messages, best match first: returns the "
-        "session id, node id, time, role and a snippet around the match. Optional filters: "
+        "session id, node id, time, role and a snippet around the match. Every word must occur; "
+        "'a phrase' in double quotes, prefix* and -word (exclude) are understood. Optional filters: "
         "session_id, runtime, project, since (ISO date); limit 1..50 (default 20), offset to page. "
         "Any words are accepted. No match is an empty list, not an error. Use read_transcript "
         "(with before = the node after the hit) to read around a hit."

@@ -45,7 +45,6 @@ TOOLS = {
     "memory_update",
     "memory_status",
 }
-HAS_SEARCH = hasattr(SessionStore, "search")
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
@@ -127,6 +126,9 @@ def test_every_tool_over_stdio_on_the_example(tmp_path: Path) -> None:
         assert (await _ok(client, "list_sessions", limit=500))["limit"] == 30
         assert (await _ok(client, "list_sessions", runtime="codex"))["sessions"] == []
         assert (await _ok(client, "list_sessions", since="2030-01-01"))["sessions"] == []
+        project = by_id[EXAMPLE_SESSION]["project"]
+        assert project and (await _ok(client, "list_sessions", project=project))["returned"] >= 1
+        assert (await _ok(client, "list_sessions", project="/nowhere"))["sessions"] == []
         assert "not a date" in await _error(client, "list_sessions", since="last tuesday")
 
         opened = await _ok(client, "open_session", session_id=EXAMPLE_SESSION[:8])
@@ -233,12 +235,19 @@ def test_every_tool_over_stdio_on_the_example(tmp_path: Path) -> None:
         prompt = await client.get_prompt("memory_core")
         assert "Answer in British English." in prompt.messages[0].content.text  # type: ignore[union-attr]
 
-        if HAS_SEARCH:
-            hits = await _ok(client, "search_sessions", query="backoff")
-            assert hits["hits"] and hits["hits"][0]["session_id"] == EXAMPLE_SESSION
-            assert (await _ok(client, "search_sessions", query='"( NEAR'))["returned"] >= 0
-        else:
-            assert "not available" in await _error(client, "search_sessions", query="backoff")
+        hits = await _ok(client, "search_sessions", query="exponential backoff")
+        assert hits["hits"] and hits["returned"] == len(hits["hits"])
+        first = hits["hits"][0]
+        assert first["session_id"] in by_id and "backoff" in first["snippet"].lower()
+        start, end = first["spans"][0]
+        assert first["snippet"][start:end].lower() in {"exponential", "backoff"}
+        assert (await _ok(client, "search_sessions", query='"( NEAR* -'))["hits"] == []
+        assert (await _ok(client, "search_sessions", query="kubernetes"))["note"].startswith("No ")
+        only = await _ok(client, "search_sessions", query="backoff", runtime="codex")
+        assert only["hits"] == []
+        assert "unknown session" in await _error(
+            client, "search_sessions", query="backoff", session_id="nope"
+        )
 
     _stdio(tmp_path, db, "--no-follow")(scenario)
 
