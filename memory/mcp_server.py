@@ -49,7 +49,7 @@ from graph.cli import resolve_session
 from graph.errors import GraphError
 from graph.ids import NodeId, SessionId
 from graph.importers.watch import TranscriptWatcher
-from graph.models import Kind, Node, Role, Session
+from graph.models import Kind, Node, Role, Session, to_micros, utcnow
 from graph.store import BaseStore, session_origin
 from memory import caps
 from memory.caps import CapExceeded
@@ -58,8 +58,9 @@ from memory.errors import MemoryLayerError
 from memory.interface import wrap_context
 from memory.lookup import SessionInfo, latest_message, open_session, read_transcript
 from memory.manage import purge_expired, record_view, search_page, workspace_status
-from memory.records import CORE_TOPIC
+from memory.records import CORE_TOPIC, source_id
 from memory.secrets import scan
+from memory.transactions import plan
 from memory.workspace import MemoryWorkspace
 
 __all__ = [
@@ -319,6 +320,11 @@ def _message(node: Node) -> Message:
     )
 
 
+def _source_of(node: Node) -> str:
+    """The id the archive gives ``node`` (content-addressed, so known before it is archived)."""
+    return source_id(node.session_id, node.id, node.role.value, node.text)
+
+
 def _since(value: str | None) -> datetime | None:
     if not value:
         return None
@@ -575,20 +581,32 @@ class MemoryTools:
             Field(description="Where it comes from: session and node ids, with a snippet."),
         ] = None,
     ) -> Saved:
-        """Save one record, citing the given session nodes (or, with none, the statement itself)."""
+        """Save one record, citing the given session nodes (or, with none, the statement itself).
+
+        The record is validated before anything is archived, so a refused save changes no byte.
+        """
+        turns: list[Node] = []
         refs: list[SourceRef] = []
         for c in citations or []:
             sid = self._session(c.session_id).id
-            nodes = self.store.nodes(sid, [c.node_id])
-            source = self.workspace.archive(nodes)[0]
-            snippet = c.snippet or " ".join(nodes[0].text.split())[:200]
+            node = self.store.nodes(sid, [c.node_id])[0]
+            snippet = c.snippet or " ".join(node.text.split())[:200]
             if not c.snippet and scan(snippet):
-                snippet = (
-                    ""  # the cited turn holds a secret; the citation stands without an excerpt
-                )
-            refs.append(SourceRef(source=source.id, label=c.label, snippet=snippet))
-        if not refs:
-            refs.append(self._confirmed_source(content))
+                snippet = ""  # the cited turn holds a secret: cite it without an excerpt
+            turns.append(node)
+            refs.append(SourceRef(source=_source_of(node), label=c.label, snippet=snippet))
+        if not turns:
+            node = Node(
+                id=NodeId("confirmed"),
+                session_id=SessionId(CONFIRMED_SESSION),
+                predecessor=None,
+                kind=Kind.MESSAGE,
+                role=Role.USER,
+                content=content,
+                created_at=datetime.now(UTC),
+            )
+            turns.append(node)
+            refs.append(SourceRef(source=_source_of(node), label="confirmed by the person"))
         change = CreateRecord(
             content=content,
             sources=tuple(refs),
@@ -596,24 +614,18 @@ class MemoryTools:
             tags=tuple(tags or ()),
             time=time,
         )
-        return self._apply(ChangeSet(changes=(change,)), f"Saved to {topic}")
-
-    def _confirmed_source(self, content: str) -> SourceRef:
-        """Archive the statement itself as its source (it is checked like any record first)."""
-        if scan(content) or len(content) > caps.MAX_RECORD_CHARS or not content.strip():
-            # Let the transaction refuse it with its own reason; cite nothing archived yet.
-            return SourceRef(source="s-" + "0" * 32, label="confirmed")
-        node = Node(
-            id=NodeId("confirmed"),
-            session_id=SessionId(CONFIRMED_SESSION),
-            predecessor=None,
-            kind=Kind.MESSAGE,
-            role=Role.USER,
-            content=content,
-            created_at=datetime.now(UTC),
+        changes = ChangeSet(changes=(change,))
+        ws = self.workspace
+        new = {r.source for r in refs}
+        plan(
+            ws.state(),
+            changes,
+            archived=lambda ids: {i for i in ids if i in new} | {x.id for x in ws.sources(ids)},
+            batch=None,
+            now=to_micros(utcnow()),
         )
-        source = self.workspace.archive([node])[0]
-        return SourceRef(source=source.id, label="confirmed by the person")
+        ws.archive(turns)
+        return self._apply(changes, f"Saved to {topic}")
 
     def memory_update(
         self,

@@ -169,6 +169,10 @@ def test_every_tool_over_stdio_on_the_example(tmp_path: Path) -> None:
         assert "secret" in refused and SECRET not in refused and SECRET[14:30] not in refused
         over = await _error(client, "memory_save", content="x" * 2001)
         assert "MAX_RECORD_CHARS" in over
+        blank = await _error(client, "memory_save", content="one\n\ntwo paragraphs")
+        assert "one paragraph" in blank
+        untouched = await _ok(client, "memory_status")
+        assert (untouched["records"], untouched["sources"], untouched["revision"]) == (0, 0, 0)
 
         cited = window["messages"][0]
         saved = await _ok(
