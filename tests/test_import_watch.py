@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,19 +24,24 @@ from graph.importers.watch import TranscriptWatcher
 from graph.sqlite_store import SessionStore
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "claude-code-session.jsonl"
+SESSION = "7d3c9a52-4f1e-4b8a-9c2d-1e5f6a7b8c90"
 
 WRITER = """
-import sys, time
+import os, sys, time
 lines = open(sys.argv[1], "rb").read().splitlines(keepends=True)
-start, stop = int(sys.argv[3]), int(sys.argv[4])
+start, stop, torn, go = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
 with open(sys.argv[2], "ab", buffering=0) as out:
-    for line in lines[start:stop]:
+    for n, line in enumerate(lines[start:stop], start):
         half = len(line) // 2
-        out.write(line[:half])      # a torn write: the rest of the line comes later
-        time.sleep(0.15)
+        out.write(line[:half])  # every line in two writes: a torn line in between
+        if n == torn:  # keep this one torn until the test has seen the watcher hold it back
+            while not os.path.exists(go):
+                time.sleep(0.02)
+        time.sleep(0.02)
         out.write(line[half:])
-        time.sleep(0.05)
 """
+"""Appends lines ``start:stop`` of a transcript to a file, each in two writes; line ``torn`` stays
+half-written until the file ``go`` exists."""
 
 
 def _expected(tmp_path: Path) -> dict[str, set[str]]:
@@ -100,18 +106,36 @@ class Watcher:
     def reports(self) -> list[dict[str, Any]]:
         return [json.loads(line) for line in self.out.read_text().splitlines() if line]
 
+    def wait_until(self, seen: Callable[[list[dict[str, Any]]], bool], timeout: float = 30) -> None:
+        """Wait until the reports printed so far satisfy ``seen``."""
+        deadline = time.monotonic() + timeout
+        while not seen(self.reports()):
+            assert self.proc.poll() is None, self.proc.communicate()[1]
+            assert time.monotonic() < deadline, "the watcher did not report it"
+            time.sleep(0.05)
 
-def _wait_for(db: Path, want: dict[str, set[str]], timeout: float = 20) -> None:
+
+def _notes(reports: list[dict[str, Any]]) -> list[str]:
+    return [note for r in reports for f in r["files"] for note in f["notes"]]
+
+
+def _wait_for(db: Path, want: dict[str, set[str]], watcher: Watcher, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while _stored(db) != want:
-        assert time.monotonic() < deadline, "the watcher did not store every entry"
+        passes = [
+            (f["nodes_added"], f["notes"], f["skipped"], f["error"])
+            for r in watcher.reports()
+            for f in r["files"]
+        ]
+        assert time.monotonic() < deadline, f"not every entry was stored; passes: {passes}"
         time.sleep(0.1)
 
 
-def _write(transcript: Path, start: int, stop: int) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(EXAMPLE), str(transcript), str(start), str(stop)]
-    )
+def _write(
+    transcript: Path, start: int, stop: int, torn: int = -1, go: Path | None = None
+) -> subprocess.Popen[bytes]:
+    args = [str(EXAMPLE), str(transcript), str(start), str(stop), str(torn), str(go or "")]
+    return subprocess.Popen([sys.executable, "-c", WRITER, *args])
 
 
 def test_every_appended_entry_is_stored_once_and_torn_lines_when_completed(
@@ -119,52 +143,58 @@ def test_every_appended_entry_is_stored_once_and_torn_lines_when_completed(
 ) -> None:
     folder, db = tmp_path / "projects", tmp_path / "store.db"
     folder.mkdir()
-    transcript = folder / "session.jsonl"
+    transcript = folder / f"{SESSION}.jsonl"  # Claude Code names the file after its session
     transcript.write_bytes(b"")
     total = len(EXAMPLE.read_bytes().splitlines())
+    go = tmp_path / "go"
     watcher = Watcher(db, folder, tmp_path / "reports.jsonl")
     try:
-        writer = _write(transcript, 0, total)
+        watcher.wait_until(bool)  # the first pass (the empty file) is done
+        writer = _write(transcript, 0, total, torn=total // 2, go=go)
+        line = f"line {total // 2 + 1} is not complete yet"
+        watcher.wait_until(lambda reports: any(line in n for n in _notes(reports)))
+        go.touch()
         assert writer.wait(timeout=30) == 0
         want = _expected(tmp_path)
-        _wait_for(db, want)
+        _wait_for(db, want, watcher)
     finally:
         watcher.stop()
     reports = watcher.reports()
     files = [f for r in reports for f in r["files"]]
     assert sum(f["nodes_added"] for f in files) == sum(map(len, want.values()))
     assert _node_rows(db) == sum(map(len, want.values()))
-    assert all(not f["skipped"] and f["error"] is None for f in files)
-    # The writer paused mid-line on every line: some pass saw a torn line and said it would wait.
-    assert any("not complete yet" in note for f in files for note in f["notes"])
+    assert [(f["skipped"], f["error"]) for f in files if f["skipped"] or f["error"]] == []
 
 
 def test_a_killed_watcher_started_again_loses_nothing(tmp_path: Path) -> None:
     folder, db = tmp_path / "projects", tmp_path / "store.db"
     folder.mkdir()
-    transcript = folder / "session.jsonl"
+    transcript = folder / f"{SESSION}.jsonl"  # Claude Code names the file after its session
     transcript.write_bytes(b"")
     total = len(EXAMPLE.read_bytes().splitlines())
     out = tmp_path / "reports.jsonl"
     first = Watcher(db, folder, out)
     try:
+        first.wait_until(bool)
         assert _write(transcript, 0, total // 2).wait(timeout=30) == 0
-        deadline = time.monotonic() + 20
-        while not _stored(db):
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
+        first.wait_until(
+            lambda reports: sum(f["nodes_added"] for r in reports for f in r["files"]) > 0
+        )
     finally:
         first.kill()
     # Appended while no watcher runs, the last line left torn for the restarted one to find.
     lines = EXAMPLE.read_bytes().splitlines(keepends=True)
     with transcript.open("ab") as f:
         f.write(b"".join(lines[total // 2 : total - 1]) + lines[-1][:20])
+    before = len(first.reports())
     second = Watcher(db, folder, out)
     try:
-        time.sleep(0.5)
+        # Its first pass stores what was appended meanwhile and holds the torn line back.
+        torn = f"line {total} is not complete yet"
+        second.wait_until(lambda reports: any(torn in n for n in _notes(reports[before:])))
         with transcript.open("ab") as f:
             f.write(lines[-1][20:])
-        _wait_for(db, _expected(tmp_path))
+        _wait_for(db, _expected(tmp_path), second)
     finally:
         second.stop()
     assert _node_rows(db) == sum(map(len, _expected(tmp_path).values()))
@@ -189,6 +219,13 @@ def test_the_watcher_reads_only_what_changed(tmp_path: Path) -> None:
         f.write(lines[6][30:])
     (again,) = watcher.poll_once().files
     assert again.nodes_added == 1 and again.notes == []
+    fresh = folder / "fresh.jsonl"
+    whole = EXAMPLE.read_bytes()
+    fresh.write_bytes(whole[:10])  # a runtime has just created it: not a transcript yet
+    assert watcher.poll_once().files == []
+    with fresh.open("ab") as f:
+        f.write(whole[10:])
+    assert [f.path for f in watcher.poll_once().files] == [fresh]
     later = tmp_path / "not-yet"
     later.mkdir()
     shutil.copyfile(EXAMPLE, later / "copy.jsonl")  # a folder that appears later is followed
@@ -202,7 +239,7 @@ def test_the_watcher_reads_only_what_changed(tmp_path: Path) -> None:
 
 def test_a_sub_agent_file_change_reimports_its_session_file(tmp_path: Path) -> None:
     folder = tmp_path / "projects"
-    main = folder / "7d3c9a52-4f1e-4b8a-9c2d-1e5f6a7b8c90.jsonl"
+    main = folder / f"{SESSION}.jsonl"
     agent = folder / main.stem / "subagents" / "agent-a1.jsonl"
     agent.parent.mkdir(parents=True)
     shutil.copyfile(EXAMPLE, main)

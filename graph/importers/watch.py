@@ -11,6 +11,8 @@ What a pass does not store yet, it stores later:
 * a torn last line (the runtime is mid-write) is skipped by the importer; the file's size changes when
   the line is completed, and the next pass imports it. The watcher reports such a line as a note
   ("not complete yet") instead of a skipped line, since nothing is lost;
+* a file that is still empty, or holds only part of its first line, is left for a later pass (it
+  cannot be told to be a transcript yet);
 * a file that fails as a whole (its transaction rolled back) is tried again when it next changes;
 * a file is looked at *before* it is read, so a write that lands during its import shows up as a
   change on the next pass;
@@ -66,6 +68,24 @@ def _main_file(path: Path) -> Path:
     if sid and (path.parent / f"{sid}.jsonl").exists():
         return path.parent / f"{sid}.jsonl"
     return path
+
+
+def _has_an_entry(path: Path) -> bool:
+    """Whether a file holds a complete line yet (a runtime creates its file, then writes to it).
+
+    A JSON Lines file that is empty or holds only part of its first line cannot be told apart from
+    other files; it is imported once a later write changes it. Bundles are always imported.
+    """
+    if path.suffix != ".jsonl":
+        return True
+    try:
+        with path.open("rb") as f:
+            while chunk := f.read(1 << 16):
+                if b"\n" in chunk:
+                    return True
+    except OSError:
+        return True  # let the import report why it cannot be read
+    return False
 
 
 def _hold_back_torn_lines(report: FileReport) -> None:
@@ -128,7 +148,7 @@ class TranscriptWatcher:
             The pass's report, as :func:`graph.importers.import_paths` makes it (empty when nothing
             changed), with torn last lines reported as notes rather than skipped lines.
         """
-        files = self.changed()
+        files = [f for f in self.changed() if _has_an_entry(f)]
         if not files:
             return ImportReport()
         report = import_paths(self.store, files)
