@@ -35,6 +35,7 @@ workspace connection).
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -76,6 +77,8 @@ MAX_MESSAGE_CHARS = 4_000
 CONFIRMED_SESSION = "mcp:confirmed"
 """The session id of the source a ``memory_save`` without citations cites: the statement itself, as
 the person confirmed it through the agent (the floor of a citation, a snippet with no ids)."""
+
+log = logging.getLogger(__name__)
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -359,6 +362,26 @@ class MemoryTools:
         if self.watcher is None:
             return 0
         return self.watcher.poll_once().nodes_added
+
+    def start_catching_up(self) -> threading.Thread | None:
+        """Start the first refresh (every followed file is read once) in a background thread.
+
+        The server answers ``initialize`` and ``tools/list`` meanwhile; a tool call waits for it, as
+        for any refresh. Returns the thread, or None when nothing is followed.
+        """
+        if self.watcher is None:
+            return None
+
+        def catch_up() -> None:
+            with self._lock:
+                try:
+                    self.refresh()
+                except (GraphError, OSError) as e:  # the first call tries again and reports it
+                    log.warning("catching up with the followed folders failed: %s", e)
+
+        thread = threading.Thread(target=catch_up, name="sessiongraph-catch-up", daemon=True)
+        thread.start()
+        return thread
 
     def _entry(self, session: Session) -> SessionEntry:
         info = open_session(self.store, session.id)
@@ -768,9 +791,11 @@ def build_server(
     Args:
         store: The session store (the caller closes it).
         workspace: The memory workspace (the caller closes it).
-        follow: Transcript files or directories imported from before each call.
+        follow: Transcript files or directories: read once in the background from the start (the
+            catch-up), then for what changed before each call.
     """
     tools = MemoryTools(store, workspace, follow)
+    tools.start_catching_up()
     server = MCPServer(
         name="sessiongraph", instructions=_INSTRUCTIONS, version="0.1.0", log_level="WARNING"
     )
