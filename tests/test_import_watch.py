@@ -100,8 +100,13 @@ class Watcher:
         self.proc.wait(timeout=10)
 
     def stop(self) -> None:
-        self.proc.send_signal(signal.SIGINT)
-        assert self.proc.wait(timeout=10) == 0
+        self.proc.send_signal(signal.SIGTERM)  # a clean stop: the pass under way finishes
+        try:
+            _, stderr = self.proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise
+        assert self.proc.returncode == 0 and b"stopped watching" in stderr, stderr
 
     def reports(self) -> list[dict[str, Any]]:
         return [json.loads(line) for line in self.out.read_text().splitlines() if line]

@@ -5,6 +5,8 @@ Registered on the main app by :func:`register` (called from :func:`graph.cli.mai
 
 from __future__ import annotations
 
+import signal
+import threading
 from pathlib import Path
 from typing import Annotated
 
@@ -157,7 +159,7 @@ def import_command(
 
 
 def _watch(store: BaseStore, targets: list[Path], interval: float, *, json: bool) -> None:
-    """``import --watch``: a report per pass that found something, until Ctrl-C."""
+    """``import --watch``: a report per pass that found something, until Ctrl-C or SIGTERM."""
 
     def report_pass(report: ImportReport) -> None:
         if json:
@@ -171,10 +173,15 @@ def _watch(store: BaseStore, targets: list[Path], interval: float, *, json: bool
             f"{len(report.failed)} failed; watching {len(targets)} path(s)"
         )
 
+    stop = threading.Event()
+    signal.signal(
+        signal.SIGTERM, lambda *_: stop.set()
+    )  # a service manager's stop: finish the pass
     try:
-        watch_paths(store, targets, report_pass, interval=interval)
+        watch_paths(store, targets, report_pass, interval=interval, stop=stop)
     except KeyboardInterrupt:
-        err.print("stopped watching")
+        pass
+    err.print("stopped watching")
 
 
 def _show(store: BaseStore, session_id: str, provider: str, value: str) -> None:
