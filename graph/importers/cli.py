@@ -8,12 +8,15 @@ Failed files and damaged lines are always reported, on stderr, with their file a
 
 from __future__ import annotations
 
+import signal
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from graph.cli import id_column, open_store, render_tree, resolve_session, session_short_forms
+from graph.importers.watch import DEFAULT_INTERVAL
 from graph.terminal import CommandLineError, dump_json, markup, say, settings, short_forms
 
 if TYPE_CHECKING:
@@ -175,12 +178,20 @@ def import_command(
         bool, typer.Option("--verbose", "-v", help="A row per session and every note.")
     ] = False,
     json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    watch: Annotated[
+        bool,
+        typer.Option("--watch", help="Keep running: import what is appended as it is written."),
+    ] = False,
+    interval: Annotated[
+        float, typer.Option(help="Seconds between looks at the files (--watch).", min=0.05)
+    ] = DEFAULT_INTERVAL,
 ) -> None:
     """Import Claude Code, pi and Codex transcripts (and session bundles, LangGraph SqliteSaver databases).
 
     With no PATH, the runtimes' default directories on this machine (~/.claude/projects,
     ~/.pi/agent/sessions, ~/.codex/sessions). Re-importing changes nothing; grown files add only
-    their new entries.
+    their new entries. With --watch, the import runs again for every file that changes, until
+    interrupted (each pass prints the same report; --json prints one JSON line per pass).
     """
     from rich.progress import (
         BarColumn,
@@ -203,6 +214,9 @@ def import_command(
     files = _check_paths(targets)
     sizes = {f: _size(f) for f in files}
     store = open_store(ctx)
+    if watch:
+        _watch(store, targets, interval, json=json)
+        return
     with Progress(
         TextColumn("importing"),
         BarColumn(),
@@ -259,6 +273,37 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
+
+
+def _watch(store: BaseStore, targets: list[Path], interval: float, *, json: bool) -> None:
+    """``import --watch``: a report per pass that found something, until Ctrl-C or SIGTERM."""
+    import orjson
+
+    from graph.importers.watch import watch as watch_paths
+
+    out, err = _console(), _console(stderr=True)
+
+    def report_pass(report: ImportReport) -> None:
+        if json:
+            print(orjson.dumps(report.to_json()).decode(), flush=True)
+            return
+        if report.nodes_added or not report.files:
+            out.print(_summary(store, report))
+        _problems(report, False)
+        say(
+            out,
+            f"{len(report.files)} file(s), {report.nodes_added} node(s) added, "
+            f"{len(report.failed)} failed; watching {len(targets)} path(s)",
+        )
+
+    stop = threading.Event()
+    # A service manager's stop: finish the pass under way, then exit 0.
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        watch_paths(store, targets, report_pass, interval=interval, stop=stop)
+    except KeyboardInterrupt:
+        pass
+    say(err, "stopped watching")
 
 
 def _show(store: BaseStore, session_id: str, provider: str, value: str) -> None:

@@ -1,0 +1,163 @@
+"""``sessiongraph mcp``: serve the session look-up and memory tools to an MCP client.
+
+Registered on the ``sessiongraph`` application through the ``sessiongraph.cli`` entry-point group::
+
+    sessiongraph [--db FILE] mcp [--workspace DIR] [--follow PATH]... [--no-follow]
+    sessiongraph [--db FILE] mcp --http [--host 127.0.0.1] [--port 8765] [--token TOKEN]
+
+Over stdio (the default) the client starts the command and talks on its stdin/stdout; nothing else is
+written to stdout. With ``--http`` it serves streamable HTTP on ``http://HOST:PORT/mcp``, bound to
+127.0.0.1 unless told otherwise (another interface prints a warning and still needs the token).
+Every HTTP request must carry the token, as ``Authorization: Bearer TOKEN`` or as ``?token=TOKEN``;
+the token is ``--token``, else ``$SESSIONGRAPH_TOKEN``, else a random one printed on stderr at start.
+A request without it gets 401 and reaches no tool.
+
+Before each tool call the server imports what was appended to the followed transcript folders: the
+``--follow`` paths, else the runtimes' own folders (``~/.claude/projects``, ``~/.pi/agent/sessions``,
+``~/.codex/sessions``); ``--no-follow`` reads the store as it is.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+from pathlib import Path
+from typing import Annotated
+from urllib.parse import parse_qs
+
+import anyio
+import typer
+from rich.console import Console
+from rich.markup import escape
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from graph.cli import open_store
+from graph.importers import default_locations
+from memory.mcp_server import build_server
+from memory.memory_cli import default_workspace
+from memory.workspace import MemoryWorkspace
+
+__all__ = ["TokenGate", "mcp_command", "register"]
+
+err = Console(stderr=True)
+
+DEFAULT_PORT = 8765
+"""The ``--http`` port used without ``--port``."""
+
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+class TokenGate:
+    """ASGI middleware: HTTP requests without the token get 401; the lifespan passes through.
+
+    Args:
+        app: The application behind the gate.
+        token: The token, compared in constant time with the ``Authorization: Bearer`` header or the
+            ``token`` query parameter.
+    """
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.token = token.encode()
+
+    def _allowed(self, scope: Scope) -> bool:
+        for name, value in scope.get("headers", ()):
+            if name == b"authorization" and value[:7].lower() == b"bearer ":
+                if hmac.compare_digest(value[7:].strip(), self.token):
+                    return True
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        return any(hmac.compare_digest(t.encode(), self.token) for t in query.get("token", ()))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve ``scope`` when it carries the token (or is not an HTTP request)."""
+        if scope["type"] != "http" or self._allowed(scope):
+            await self.app(scope, receive, send)
+            return
+        body = (
+            b'{"error": "missing or wrong token: send Authorization: Bearer TOKEN or ?token=TOKEN"}'
+        )
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b'Bearer realm="sessiongraph"'),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+def mcp_command(
+    ctx: typer.Context,
+    workspace: Annotated[
+        Path | None,
+        typer.Option(
+            "--workspace",
+            "-w",
+            help="Memory workspace directory (default: $SESSIONGRAPH_MEMORY or user data dir).",
+        ),
+    ] = None,
+    follow: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="Transcript file or directory to import from before each call (repeatable; "
+            "default: the runtimes' own folders)."
+        ),
+    ] = None,
+    no_follow: Annotated[
+        bool, typer.Option("--no-follow", help="Do not import anything; read the store as it is.")
+    ] = False,
+    http: Annotated[
+        bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")
+    ] = False,
+    host: Annotated[str, typer.Option(help="Interface to bind (--http).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port (--http).")] = DEFAULT_PORT,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            help="The token HTTP requests must carry (default: $SESSIONGRAPH_TOKEN or random)."
+        ),
+    ] = None,
+) -> None:
+    """Serve the session look-up and memory tools over MCP (stdio, or --http on 127.0.0.1)."""
+    paths = [] if no_follow else list(follow or default_locations())
+    store = open_store(ctx)
+    ws = MemoryWorkspace(workspace or default_workspace())
+    try:
+        server = build_server(store, ws, paths)
+        if not http:
+            server.run("stdio")
+            return
+        secret = token or os.environ.get("SESSIONGRAPH_TOKEN") or secrets.token_urlsafe(24)
+        if host not in _LOOPBACK:
+            err.print(
+                f"[yellow]warning:[/] serving on {escape(host)}, not only this machine; "
+                "the token is still required"
+            )
+        shown = f"[{host}]" if ":" in host else host
+        err.print(f"sessiongraph mcp: http://{shown}:{port}/mcp?token={secret}")
+        err.print(f"  or send the header: Authorization: Bearer {secret}")
+        app = TokenGate(server.streamable_http_app(host=host), secret)
+        anyio.run(_serve_http, app, host, port)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        ws.close()
+        store.close()
+
+
+async def _serve_http(app: ASGIApp, host: str, port: int) -> None:
+    import uvicorn
+
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+    await uvicorn.Server(config).serve()
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``mcp`` to the ``sessiongraph`` application (a second call adds nothing)."""
+    if all(c.name != "mcp" for c in app.registered_commands):
+        app.command("mcp")(mcp_command)
