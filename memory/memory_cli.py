@@ -49,6 +49,8 @@ from graph.models import to_micros
 from graph.store import BaseStore
 from memory import caps
 from memory.caps import CapExceeded
+from memory.completion import writer_for
+from memory.config import ConfigError, MemoryOffError, load_config
 from memory.editing import apply_edits, stage_topics
 from memory.errors import MemoryLayerError
 from memory.manage import (
@@ -79,6 +81,17 @@ err = Console(stderr=True)
 
 _JSON = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 _RECORD = Annotated[str, typer.Argument(help="Record id, or a unique prefix or suffix of one.")]
+_MODEL = Annotated[
+    str | None,
+    typer.Option(
+        help="The writer: digest (offline), openai:MODEL or anthropic:MODEL"
+        " (default: memory.model in the settings file)."
+    ),
+]
+_BASE_URL = Annotated[
+    str | None,
+    typer.Option(help="An OpenAI-compatible server for openai:MODEL (Ollama, vLLM, LM Studio)."),
+]
 
 
 def default_workspace() -> Path:
@@ -107,7 +120,13 @@ def _memory(
         ),
     ] = None,
 ) -> None:
-    ctx.obj = {**(ctx.obj or {}), "workspace": workspace or default_workspace()}
+    try:
+        config = load_config()
+        config.require_enabled()
+    except (ConfigError, MemoryOffError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from None
+    ctx.obj = {**(ctx.obj or {}), "workspace": workspace or default_workspace(), "config": config}
 
 
 @contextmanager
@@ -367,9 +386,12 @@ def write(
     sessions: Annotated[
         list[str] | None, typer.Argument(help="Session ids (default: every session owing turns).")
     ] = None,
+    model: _MODEL = None,
+    base_url: _BASE_URL = None,
 ) -> None:
     """Write what the sessions owe this workspace (every live tip, the head first), with progress."""
     with _errors():
+        writer = writer_for(ctx.obj["config"], model=model, base_url=base_url)
         ws, store = _ws(ctx), _store(ctx)
         if sessions:
             ids = [resolve_session(store, s).id for s in sessions]
@@ -377,7 +399,7 @@ def write(
             ids = [
                 s.id for s in store.sessions(100_000) if store.pending_ids(s.id, PROVIDER, ws.id)
             ]
-        pipeline = WritePipeline(ws, store)
+        pipeline = WritePipeline(ws, store, writer)
         failed = 0
         with _progress() as bar:
             task = bar.add_task("writing memory", total=len(ids))
@@ -415,11 +437,14 @@ def watch(
         float, typer.Option(help="Seconds without new content before a session is written.")
     ] = 30 * 60,
     poll: Annotated[float, typer.Option(help="Seconds between passes.")] = 5 * 60,
+    model: _MODEL = None,
+    base_url: _BASE_URL = None,
 ) -> None:
     """Run the idle watcher in the foreground: a progress line per session, a summary per pass."""
     with _errors():
+        writer = writer_for(ctx.obj["config"], model=model, base_url=base_url)
         ws, store = _ws(ctx), _store(ctx)
-        pipeline = WritePipeline(ws, store)
+        pipeline = WritePipeline(ws, store, writer)
         bar = _progress()
         state: dict[str, TaskID] = {}
 
