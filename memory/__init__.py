@@ -6,6 +6,7 @@ Start with :class:`MemoryWorkspace` (a directory; its SQLite file is the store o
 (:class:`MemoryProvider`) over both, and :func:`run_session` drives a conversation through it.
 """
 
+from memory.adding import add_memory
 from memory.changes import (
     ChangeSet,
     CreateRecord,
@@ -67,6 +68,7 @@ __all__ = [
     "WriteRequest",
     "Writer",
     "WriterUnavailableError",
+    "add_memory",
     "approx_tokens",
     "parse_changes",
     "run_session",

@@ -564,7 +564,10 @@ def undo_delete(ws: MemoryWorkspace, ref: str, *, clock: Clock = _time.time) -> 
             c.executemany(
                 "INSERT INTO citations (record_id, ordinal, source_id, label, snippet) "
                 "VALUES (?, ?, ?, ?, ?)",
-                [(rid, n, ci.source, ci.label, ci.snippet) for n, ci in enumerate(rec.citations)],
+                [
+                    (rid, n, ci.source or None, ci.label, ci.snippet)
+                    for n, ci in enumerate(rec.citations)
+                ],
             )
             c.executemany(
                 "INSERT OR IGNORE INTO links (from_record, to_record) VALUES (?, ?)",
@@ -582,7 +585,7 @@ def undo_delete(ws: MemoryWorkspace, ref: str, *, clock: Clock = _time.time) -> 
 
 
 def _check_restorable(ws: MemoryWorkspace, rec: Record) -> None:
-    wanted = {c.source for c in rec.citations}
+    wanted = {c.source for c in rec.citations if c.source}
     present = {s.id for s in ws.sources(wanted)}
     for sid in sorted(wanted - present):
         raise RejectedError(

@@ -9,6 +9,8 @@ can see what memory holds, find it with the words they used, correct it and dele
     sessiongraph memory delete RECORD [--grace S]      delete; undoable for S seconds (default 10)
     sessiongraph memory undo RECORD                    take a deletion back inside its grace period
     sessiongraph memory export [-o DIR]                the Markdown views
+    sessiongraph memory add TEXT [--cite SESSION/NODE] [--topic T] [--heading H] [--tag T]
+                                                       save a statement by hand (cites nothing or turns)
     sessiongraph memory edit [--apply DIR]             edit the topic files in $EDITOR (or apply DIR)
     sessiongraph memory write [SESSION...]             write what sessions owe (default: all pending)
     sessiongraph memory watch [--once] [--idle S] [--poll S]   the idle watcher in the foreground
@@ -48,6 +50,7 @@ from graph.errors import GraphError
 from graph.models import to_micros
 from graph.store import BaseStore
 from memory import caps
+from memory.adding import DEFAULT_ADD_TOPIC, add_memory, cited_nodes
 from memory.caps import CapExceeded
 from memory.completion import writer_for
 from memory.config import ConfigError, MemoryOffError, load_config
@@ -323,6 +326,41 @@ def export(
     with _errors():
         files = export_markdown(_ws(ctx), output)
         console.print(f"wrote {len(files)} file(s) to {output}")
+
+
+@memory_app.command()
+def add(
+    ctx: typer.Context,
+    content: Annotated[str, typer.Argument(help="The statement to save (one paragraph).")],
+    cite: Annotated[
+        list[str] | None,
+        typer.Option(help="A turn it stands on, SESSION/NODE (prefixes or id tails); repeatable."),
+    ] = None,
+    topic: Annotated[
+        str, typer.Option(help="Topic path ('core' for the core block).")
+    ] = DEFAULT_ADD_TOPIC,
+    heading: Annotated[
+        list[str] | None, typer.Option(help="Heading path inside the topic, outermost first.")
+    ] = None,
+    tag: Annotated[list[str] | None, typer.Option(help="A tag; repeatable.")] = None,
+    json: _JSON = False,
+) -> None:
+    """Save a statement by hand through the same validated transaction as a writer's changes.
+
+    Cited turns are archived and cited; with no --cite the record keeps a bare snippet citation.
+    """
+    with _errors():
+        ws = _ws(ctx)
+        nodes = cited_nodes(_store(ctx), cite) if cite else []
+        rec = add_memory(
+            ws, content, cites=nodes, topic=topic, headings=heading or (), tags=tag or ()
+        )
+        if json:
+            _dump(record_view(ws, rec.id).as_json())
+            return
+        console.print(
+            f"saved {rec.id} in {rec.topic} ({len(nodes)} cited turn(s)); revision {ws.revision}"
+        )
 
 
 @memory_app.command()

@@ -15,7 +15,8 @@ Checks, in the order they run:
    secret (``SECRET``, naming the kind and offsets only) and have the required form (``MALFORMED``);
 4. no record that existed is missing afterwards without an explicit ``delete_record`` (``RECORD_LOST``);
 5. every source of the batch is still archived (``SOURCE_MISSING``), every citation names an archived
-   source (``UNKNOWN_SOURCE``) and every citation the transaction adds
+   source (``UNKNOWN_SOURCE``) or is a bare snippet (an empty source id, with a non-empty snippet: a
+   person's own save with nothing to cite), and every citation the transaction adds
    names a source of this batch (``SOURCE_NOT_IN_BATCH``) when the transaction has a batch;
 6. every ``[[topic#^record-id]]`` link names a record that exists afterwards in that topic
    (``DANGLING_LINK``).
@@ -176,6 +177,13 @@ def _check_fields(
         _check_text(
             ref.snippet, "snippet", caps.MAX_SNIPPET_CHARS, "MAX_SNIPPET_CHARS", i, one_line=False
         )
+        if not ref.source and not ref.snippet.strip():
+            raise _reject(
+                Rejection.MALFORMED,
+                "a citation without a source needs a snippet (the words it stands on)",
+                field="snippet",
+                change=i,
+            )
     tag_list = list(tags)
     if len(tag_list) > caps.MAX_TAGS:
         raise _reject(
@@ -510,8 +518,9 @@ def _check_citations(
                 f"source {sid} of this batch is no longer in the archive",
                 source_id=sid,
             )
-    cited = {c.source for rec in after.records.values() for c in rec.citations}
-    present = archived(cited)
+    cited = {c.source for rec in after.records.values() for c in rec.citations if c.source}
+    # A citation with no source (an empty id) is a bare snippet: a person's own save.
+    present = archived(cited) | {""}
     allowed = set(batch) if batch is not None else None
     for rec in after.records.values():
         old = before.records.get(rec.id)
@@ -529,7 +538,10 @@ def _check_citations(
                 raise _reject(
                     Rejection.SOURCE_NOT_IN_BATCH,
                     f"record cites source {c.source!r}, which is archived but not evidence of this "
-                    "batch; cite the batch's sources only",
+                    "batch; cite the batch's sources only"
+                    if c.source
+                    else "a citation without a source is a person's own save; a writer cites the "
+                    "batch's sources",
                     record_id=rec.id,
                     source_id=c.source,
                 )

@@ -61,8 +61,12 @@ __all__ = [
     "approx_tokens",
 ]
 
-SCHEMA_VERSION = 1
-"""The workspace schema version this library writes."""
+SCHEMA_VERSION = 2
+"""The workspace schema version this library writes.
+
+Version 2 lets a citation have no source (``citations.source_id`` NULL): a person's own save with
+nothing to cite keeps a bare snippet citation. Opening a version 1 workspace migrates it in place.
+"""
 
 _FTS = "records_fts"
 
@@ -173,6 +177,26 @@ CREATE TABLE watch (
 """
 
 
+_MIGRATIONS = {
+    2: """
+CREATE TABLE citations_v2 (
+    record_id TEXT NOT NULL REFERENCES records (id),
+    ordinal INTEGER NOT NULL,
+    source_id TEXT REFERENCES sources (id),
+    label TEXT NOT NULL,
+    snippet TEXT NOT NULL,
+    PRIMARY KEY (record_id, ordinal)
+);
+INSERT INTO citations_v2 (record_id, ordinal, source_id, label, snippet)
+    SELECT record_id, ordinal, source_id, label, snippet FROM citations;
+DROP TABLE citations;
+ALTER TABLE citations_v2 RENAME TO citations;
+CREATE INDEX citations_by_source ON citations (source_id);
+""",
+}
+"""The schema steps after version 1, by the version they reach (each runs in the opening transaction)."""
+
+
 class MemoryWorkspace:
     """A memory workspace at a directory (created when missing).
 
@@ -229,10 +253,29 @@ class MemoryWorkspace:
                         self.conn.execute(stmt)
                     self._set_meta("workspace_id", new_id())
                     self._set_meta("revision", "0")
-                    self._set_meta("schema_version", str(SCHEMA_VERSION))
+                    self._set_meta("schema_version", "1")
+                self._migrate()
                 self.ensure_search_index()
         if self._views_revision() != (self.id, self.revision):
             self.render_views()
+
+    def _migrate(self) -> None:
+        """Bring the schema up to :data:`SCHEMA_VERSION`, one step at a time, inside the open transaction.
+
+        Raises:
+            WorkspaceStoreError: the workspace was written by a newer library (its schema version is
+                higher than this library's).
+        """
+        version = int(self._meta("schema_version"))
+        if version > SCHEMA_VERSION:
+            raise WorkspaceStoreError(
+                f"workspace {self.path} has schema version {version}, newer than this library's "
+                f"{SCHEMA_VERSION}; upgrade sessiongraph to open it"
+            )
+        for step in range(version + 1, SCHEMA_VERSION + 1):
+            for stmt in _split(_MIGRATIONS[step]):
+                self.conn.execute(stmt)
+            self._set_meta("schema_version", str(step))
 
     def _table_exists(self, name: str) -> bool:
         row = self.conn.execute(
@@ -470,7 +513,8 @@ class MemoryWorkspace:
         st = State()
         with _translated():
             for rid, src, label, snippet in self.conn.execute(
-                "SELECT record_id, source_id, label, snippet FROM citations ORDER BY record_id, ordinal"
+                "SELECT record_id, coalesce(source_id, ''), label, snippet FROM citations "
+                "ORDER BY record_id, ordinal"
             ):
                 cites.setdefault(rid, []).append(Citation(src, label, snippet))
             for rid, topic, headings, content, tags, tm, created, updated in self.conn.execute(
@@ -663,7 +707,7 @@ class MemoryWorkspace:
                     "INSERT INTO citations (record_id, ordinal, source_id, label, snippet) "
                     "VALUES (?, ?, ?, ?, ?)",
                     [
-                        (rid, n, ci.source, ci.label, ci.snippet)
+                        (rid, n, ci.source or None, ci.label, ci.snippet)
                         for n, ci in enumerate(rec.citations)
                     ],
                 )
@@ -698,7 +742,10 @@ class MemoryWorkspace:
         self, c: sqlite3.Connection, p: Plan, base: Baseline, batch_sources: Collection[str]
     ) -> None:
         cited = {
-            ci.source for rid in (*p.created, *p.updated) for ci in p.after.records[rid].citations
+            ci.source
+            for rid in (*p.created, *p.updated)
+            for ci in p.after.records[rid].citations
+            if ci.source
         }
         wanted = set(batch_sources) | cited
         found = {s.id: s for s in self.sources(wanted)}
