@@ -28,6 +28,7 @@ from memory.errors import (
     WorkspaceStoreError,
     WriterUnavailableError,
 )
+from memory.forget import ForgetReport, forget_session
 from memory.interface import LocalMemory, MemoryProvider, run_session, wrap_context
 from memory.pipeline import PROVIDER, FailureReason, WriteFailure, WritePipeline, split_batches
 from memory.records import Citation, Record, Source
@@ -44,6 +45,7 @@ __all__ = [
     "Destination",
     "DigestWriter",
     "FailureReason",
+    "ForgetReport",
     "IdleWatcher",
     "LocalMemory",
     "MemoryLayerError",
@@ -70,6 +72,7 @@ __all__ = [
     "WriterUnavailableError",
     "add_memory",
     "approx_tokens",
+    "forget_session",
     "parse_changes",
     "run_session",
     "split_batches",

@@ -11,6 +11,7 @@ can see what memory holds, find it with the words they used, correct it and dele
     sessiongraph memory export [-o DIR]                the Markdown views
     sessiongraph memory add TEXT [--cite SESSION/NODE] [--topic T] [--heading H] [--tag T]
                                                        save a statement by hand (cites nothing or turns)
+    sessiongraph memory forget SESSION [--yes]         erase what memory holds of a session
     sessiongraph memory edit [--apply DIR]             edit the topic files in $EDITOR (or apply DIR)
     sessiongraph memory write [SESSION...]             write what sessions owe (default: all pending)
     sessiongraph memory watch [--once] [--idle S] [--poll S]   the idle watcher in the foreground
@@ -56,6 +57,7 @@ from memory.completion import writer_for
 from memory.config import ConfigError, MemoryOffError, load_config
 from memory.editing import apply_edits, stage_topics
 from memory.errors import MemoryLayerError
+from memory.forget import forget_session
 from memory.manage import (
     DEFAULT_GRACE,
     RecordView,
@@ -360,6 +362,44 @@ def add(
             return
         console.print(
             f"saved {rec.id} in {rec.topic} ({len(nodes)} cited turn(s)); revision {ws.revision}"
+        )
+
+
+@memory_app.command()
+def forget(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session id, or a unique prefix of one.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    json: _JSON = False,
+) -> None:
+    """Erase what memory holds of a session: its records, citations and archived turns, for good.
+
+    Records citing only the session are deleted, other records lose its citations, and its archived
+    turns are erased (recorded as an erase, without their content). All or nothing; no undo.
+    """
+    with _errors():
+        ws = _ws(ctx)
+        if not yes and not typer.confirm(
+            f"erase everything memory holds of session {session}? this cannot be undone"
+        ):
+            raise ValueError("nothing was erased (confirm, or pass --yes)")
+        report = forget_session(ws, session)
+        if json:
+            _dump(
+                {
+                    "session_id": report.session_id,
+                    "sources": report.sources,
+                    "records_deleted": list(report.records_deleted),
+                    "records_updated": list(report.records_updated),
+                    "tombstones": report.tombstones,
+                    "revision": report.revision,
+                }
+            )
+            return
+        console.print(
+            f"forgot session {report.session_id}: {report.sources} archived turn(s) erased, "
+            f"{len(report.records_deleted)} record(s) deleted, {len(report.records_updated)} "
+            f"record(s) updated; revision {report.revision}"
         )
 
 

@@ -47,7 +47,7 @@ from memory.errors import RejectedError, Rejection
 from memory.records import LINK_RE, Citation, Record
 from memory.secrets import scan
 
-__all__ = ["TOPIC_RE", "Plan", "State", "new_record_id", "plan", "record_links"]
+__all__ = ["TOPIC_RE", "Plan", "State", "new_record_id", "plan", "plan_in_steps", "record_links"]
 
 TOPIC_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*(/[a-z0-9][a-z0-9_-]*)*$")
 """A valid topic path: ``/``-separated segments of lowercase letters, digits, ``_`` and ``-``."""
@@ -424,6 +424,32 @@ def plan(
     _check_citations(state, after, archived, batch)
     _check_links(after)
     return result
+
+
+def plan_in_steps(
+    state: State,
+    steps: Iterable[ChangeSet],
+    *,
+    archived: Callable[[Collection[str]], set[str]],
+    now: int,
+) -> Plan:
+    """Validate change sets one after another and return one plan covering all of them.
+
+    For work that is one transaction but may hold more than ``MAX_CHANGES_PER_TRANSACTION`` changes
+    (forgetting a session touches every record citing it): each step is validated by :func:`plan`
+    against the records the previous steps leave, with no batch, and the result is installed as one
+    transaction.
+
+    Raises:
+        RejectedError: a step is refused (as by :func:`plan`); nothing is installed.
+    """
+    after = state
+    created: list[str] = []
+    for step in steps:
+        p = plan(after, step, archived=archived, batch=None, now=now)
+        after = p.after
+        created += [rid for rid in p.created if rid in after.records]
+    return _diff(state, after.copy(), created, now)
 
 
 def _rewrite(
