@@ -152,5 +152,5 @@ def add_memory(
         )
         if cites:
             ws.archive(cites)
-        p = ws.apply(changes, batch=None)
+        p = ws.apply(changes, batch=None, kind="add")
     return p.after.records[p.created[0]]

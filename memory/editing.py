@@ -622,7 +622,7 @@ def apply_edits(ws: MemoryWorkspace, directory: str | Path) -> tuple[list[str], 
     if not changes.changes:
         return [], []
     try:
-        result = ws.apply(changes, batch=None)
+        result = ws.apply(changes, batch=None, kind="edit")
     except RejectedError as e:
         raise _locate(parsed, e) from None
     return sorted(result.topics), [*result.updated, *result.created]

@@ -10,7 +10,8 @@ What is erased, in one transaction (all or nothing):
 * the session's archived sources: the one exception to the append-only archive. The archive's guard
   triggers are lifted and put back inside the same transaction, and the erase is recorded in the
   ``erasures`` table (revision, session id, counts, time) without any of its content;
-* the idle watcher's bookkeeping for the session.
+* the idle watcher's bookkeeping for the session;
+* the content of every history version citing one of its sources (see :mod:`memory.history`).
 
 The database is written with ``secure_delete`` on (freed pages are zeroed) and the search index is
 merged afterwards, so the erased text does not linger in the file. The session's turns in the session
@@ -31,6 +32,7 @@ from graph.models import to_micros, utcnow
 from memory import caps
 from memory.changes import ChangeSet, DeleteRecord, SourceRef, UpdateRecord
 from memory.errors import MemoryLayerError, WorkspaceStoreError
+from memory.history import erase_sources, record_revision
 from memory.records import LINK_RE, Record
 from memory.transactions import Plan, plan_in_steps
 from memory.workspace import MemoryWorkspace
@@ -204,6 +206,8 @@ def forget_session(ws: MemoryWorkspace, session: str) -> ForgetReport:
             if not done.changed:
                 revision += 1  # the erase alone is a revision of its own
                 c.execute("UPDATE meta SET value = ? WHERE key = 'revision'", (str(revision),))
+                record_revision(c, revision, "forget", [])
+            counts["versions"] = erase_sources(c, erased)
             c.execute(ERASURES_TABLE)
             c.execute(
                 "INSERT INTO erasures (revision, session_id, sources, records_deleted, "
@@ -214,7 +218,7 @@ def forget_session(ws: MemoryWorkspace, session: str) -> ForgetReport:
         ws.conn.execute("PRAGMA secure_delete = ON")
         try:
             if p.changed:
-                ws.install(p, base, within=erase)
+                ws.install(p, base, within=erase, kind="forget")
             else:
                 with ws._txn() as c:
                     erase(c, p)

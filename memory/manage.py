@@ -36,6 +36,7 @@ from graph.store import BaseStore
 from memory import caps
 from memory.changes import ChangeSet, DeleteRecord
 from memory.errors import MemoryLayerError, RejectedError, Rejection, WorkspaceStoreError
+from memory.history import record_json, record_revision
 from memory.pipeline import PROVIDER
 from memory.records import Citation, Record
 from memory.transactions import Plan, record_links
@@ -489,7 +490,7 @@ def delete_record(
                 (rid, _record_json(rec, pos, after), stone.deleted_at, stone.expires_at),
             )
 
-    ws.apply(ChangeSet(changes=(DeleteRecord(memory_id=rid),)), within=keep)
+    ws.apply(ChangeSet(changes=(DeleteRecord(memory_id=rid),)), within=keep, kind="delete")
     return stone
 
 
@@ -580,6 +581,8 @@ def undo_delete(ws: MemoryWorkspace, ref: str, *, clock: Clock = _time.time) -> 
             )
             c.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'revision'")
             c.execute("DELETE FROM tombstones WHERE record_id = ?", (rid,))
+            revision = int(c.execute("SELECT value FROM meta WHERE key = 'revision'").fetchone()[0])
+            record_revision(c, revision, "undo", [(rid, "restored", record_json(rec, pos))])
         ws.render_views()
     return rec
 

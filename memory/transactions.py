@@ -432,13 +432,14 @@ def plan_in_steps(
     *,
     archived: Callable[[Collection[str]], set[str]],
     now: int,
+    make_id: Callable[[], str] = new_record_id,
 ) -> Plan:
     """Validate change sets one after another and return one plan covering all of them.
 
     For work that is one transaction but may hold more than ``MAX_CHANGES_PER_TRANSACTION`` changes
     (forgetting a session touches every record citing it): each step is validated by :func:`plan`
     against the records the previous steps leave, with no batch, and the result is installed as one
-    transaction.
+    transaction. ``make_id`` names created records (a restore gives them back their own ids).
 
     Raises:
         RejectedError: a step is refused (as by :func:`plan`); nothing is installed.
@@ -446,7 +447,7 @@ def plan_in_steps(
     after = state
     created: list[str] = []
     for step in steps:
-        p = plan(after, step, archived=archived, batch=None, now=now)
+        p = plan(after, step, archived=archived, batch=None, now=now, make_id=make_id)
         after = p.after
         created += [rid for rid in p.created if rid in after.records]
     return _diff(state, after.copy(), created, now)
