@@ -59,7 +59,9 @@ __all__ = [
     "log",
     "record_json",
     "record_revision",
+    "resolve_record",
     "restore",
+    "restore_changes",
     "state_at",
 ]
 
@@ -376,6 +378,29 @@ def restore(
         ids = target.keys() | current.keys()
     changes, create_ids = restore_changes(current, target, ids)
     return ChangeSet(changes=tuple(changes)), create_ids
+
+
+def resolve_record(conn: sqlite3.Connection, ref: str) -> str:
+    """Return the id of the record history knows by ``ref``: an id, or a unique prefix or suffix.
+
+    Deleted records count: history keeps them.
+
+    Raises:
+        HistoryError: no record, or several, match.
+    """
+    ids = [str(r[0]) for r in conn.execute("SELECT DISTINCT record_id FROM record_versions")]
+    if ref in ids:
+        return ref
+    part = ref if ref.startswith("m-") else "m-" + ref
+    tail = ref.lstrip("…")
+    matches = sorted(i for i in ids if ref and (i.startswith(part) or i.endswith(tail)))
+    if len(matches) != 1:
+        raise HistoryError(
+            f"no record in history matches {ref!r}"
+            if not matches
+            else f"{len(matches)} records in history match {ref!r}; give more of the id"
+        )
+    return matches[0]
 
 
 def _lines(conn: sqlite3.Connection) -> Iterator[str]:

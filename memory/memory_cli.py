@@ -12,6 +12,9 @@ can see what memory holds, find it with the words they used, correct it and dele
     sessiongraph memory add TEXT [--cite SESSION/NODE] [--topic T] [--heading H] [--tag T]
                                                        save a statement by hand (cites nothing or turns)
     sessiongraph memory forget SESSION [--yes]         erase what memory holds of a session
+    sessiongraph memory log [RECORD] [--json]          revisions, newest first (of one record)
+    sessiongraph memory diff REV [REV] [--json]        what changed between revisions (default: now)
+    sessiongraph memory restore REV|RECORD@REV         go back, as a new revision
     sessiongraph memory edit [--apply DIR]             edit the topic files in $EDITOR (or apply DIR)
     sessiongraph memory write [SESSION...]             write what sessions owe (default: all pending)
     sessiongraph memory watch [--once] [--idle S] [--poll S]   the idle watcher in the foreground
@@ -58,6 +61,9 @@ from memory.config import ConfigError, MemoryOffError, load_config
 from memory.editing import apply_edits, stage_topics
 from memory.errors import MemoryLayerError
 from memory.forget import forget_session
+from memory.history import diff as history_diff
+from memory.history import export_history, resolve_record
+from memory.history import log as history_log
 from memory.manage import (
     DEFAULT_GRACE,
     RecordView,
@@ -323,11 +329,18 @@ def export(
     output: Annotated[
         Path, typer.Option("--output", "-o", help="Directory to write (created).")
     ] = Path("memory-export"),
+    history: Annotated[
+        bool, typer.Option("--history", help="Also write history.jsonl: every revision.")
+    ] = False,
 ) -> None:
     """Export the Markdown views (topics/**/*.md, core.md) to a directory."""
     with _errors():
-        files = export_markdown(_ws(ctx), output)
+        ws = _ws(ctx)
+        files = export_markdown(ws, output)
         console.print(f"wrote {len(files)} file(s) to {output}")
+        if history:
+            n = export_history(ws.conn, output / "history.jsonl")
+            console.print(f"wrote {n} revision(s) to {output / 'history.jsonl'}")
 
 
 @memory_app.command()
@@ -400,6 +413,114 @@ def forget(
             f"forgot session {report.session_id}: {report.sources} archived turn(s) erased, "
             f"{len(report.records_deleted)} record(s) deleted, {len(report.records_updated)} "
             f"record(s) updated; revision {report.revision}"
+        )
+
+
+def _summary(changes: Any) -> str:
+    counts: dict[str, int] = {}
+    for ch in changes:
+        counts[ch.op] = counts.get(ch.op, 0) + 1
+    return ", ".join(f"{n} {op}" for op, n in sorted(counts.items())) or "no record changed"
+
+
+@memory_app.command()
+def log(
+    ctx: typer.Context,
+    record: Annotated[
+        str | None, typer.Argument(help="Only this record (an id, prefix or suffix; deleted too).")
+    ] = None,
+    limit: Annotated[int, typer.Option(help="At most this many revisions.")] = 50,
+    json: _JSON = False,
+) -> None:
+    """List the revisions, newest first: when, what made them and which records they changed."""
+    with _errors():
+        ws = _ws(ctx)
+        rid = resolve_record(ws.conn, record) if record is not None else None
+        revs = history_log(ws.conn, rid)[: max(1, limit)]
+        if json:
+            _dump(
+                [
+                    {
+                        "workspace_id": r.workspace_id,
+                        "revision": r.revision,
+                        "at": r.at,
+                        "kind": r.kind,
+                        "changes": [
+                            {"record_id": c.record_id, "op": c.op, "record": c.record}
+                            for c in r.changes
+                        ],
+                    }
+                    for r in revs
+                ]
+            )
+            return
+        table = Table(box=box.SIMPLE_HEAD)
+        for col in ("rev", "when (UTC)", "kind", "changes"):
+            table.add_column(col)
+        for r in revs:
+            rev = (
+                str(r.revision)
+                if r.workspace_id == ws.id
+                else f"{r.workspace_id[-8:]}:{r.revision}"
+            )
+            if rid is not None:
+                (ch,) = r.changes
+                what = ch.op + (f": {ch.record['content']}" if ch.record else "")
+            else:
+                what = _summary(r.changes)
+            table.add_row(rev, _when(r.at), r.kind, escape(what))
+        console.print(table)
+
+
+@memory_app.command()
+def diff(
+    ctx: typer.Context,
+    old: Annotated[int, typer.Argument(help="The earlier revision.")],
+    new: Annotated[int | None, typer.Argument(help="The later revision (default: now).")] = None,
+    json: _JSON = False,
+) -> None:
+    """Show what differs between two revisions, record by record, with content diffs."""
+    with _errors():
+        ws = _ws(ctx)
+        entries = history_diff(ws.conn, old, new)
+        if json:
+            _dump(
+                [
+                    {"record_id": rid, "what": what, "before": a, "after": b}
+                    for rid, what, a, b, _ in entries
+                ]
+            )
+            return
+        if not entries:
+            console.print("no differences")
+        for rid, what, a, b, lines in entries:
+            where = (b or a or {}).get("topic", "")
+            console.print(f"{what} {rid} ({escape(where)})")
+            for line in lines[2:]:
+                console.print("  " + escape(line), highlight=False)
+
+
+@memory_app.command()
+def restore(
+    ctx: typer.Context,
+    target: Annotated[
+        str, typer.Argument(help="REV (every record) or RECORD@REV (one record, deleted ones too).")
+    ],
+) -> None:
+    """Bring memory (or one record) back to a revision, validated, as a new revision."""
+    with _errors():
+        ws = _ws(ctx)
+        ref, at, rev_text = target.rpartition("@")
+        if not rev_text.isdigit() or (at and not ref):
+            raise ValueError(f"restore target {target!r}: write REV or RECORD@REV (REV a number)")
+        rid = resolve_record(ws.conn, ref) if at else None
+        p = ws.restore_revision(int(rev_text), rid)
+        if not p.changed:
+            console.print(f"nothing to restore: already as at revision {rev_text}")
+            return
+        console.print(
+            f"restored to revision {rev_text}: {len(p.created)} created, {len(p.updated)} updated, "
+            f"{len(p.moved)} moved, {len(p.deleted)} deleted; revision {ws.revision}"
         )
 
 
