@@ -6,6 +6,12 @@ that ``updated_at``. A success or a non-retryable failure is recorded durably in
 ``failed``, with the reason) and not tried again until the session gets new content; a retryable failure
 is not recorded, so the next poll tries again. Each attempt emits ``memory.ingest_started`` and
 ``memory.ingest_ended`` (``{session_id, ok, retryable, reason}``) to the event callback.
+
+A session whose head moved to another branch (a rewind, or a fork the head followed: the head seen
+last is no longer on the head's branch) is written at the next poll, idle or not: the branch it left
+is a finished boundary. The heads seen are kept durably in the workspace (table ``watch_heads``), so a
+restarted watcher still notices; a session seen for the first time is only remembered. The outcome and
+its bookkeeping are the same as an idle write's.
 """
 
 from __future__ import annotations
@@ -28,6 +34,10 @@ log = logging.getLogger(__name__)
 
 EventSink = Callable[[str, dict[str, Any]], None]
 """Receives ``(event name, payload)``."""
+
+
+_HEADS = "CREATE TABLE IF NOT EXISTS watch_heads (session_id TEXT PRIMARY KEY, head TEXT NOT NULL)"
+"""The heads the watcher saw last, one per session (an empty head: none)."""
 
 
 class SessionWriter(Protocol):
@@ -97,11 +107,12 @@ class IdleWatcher:
         cutoff = self.clock() - timedelta(seconds=self.idle)
         outcomes = []
         for session in self.store.sessions(self.limit):
-            if session.updated_at > cutoff:
+            moved = self._head_moved(session.id, session.head)
+            if session.updated_at > cutoff and not moved:
                 continue
             stamp = to_micros(session.updated_at)
             seen = self.workspace.watch_status(session.id)
-            if seen is not None and seen[0] == stamp:
+            if seen is not None and seen[0] == stamp and not moved:
                 continue
             self._emit("memory.ingest_started", {"session_id": session.id})
             try:
@@ -121,8 +132,41 @@ class IdleWatcher:
                 continue
             status = "done" if ok else "failed"
             self.workspace.set_watch_status(session.id, stamp, status, reason)
+            self._seen_head(session.id, session.head)
             outcomes.append(WatchOutcome(session.id, status, reason))
         return outcomes
+
+    def _head_moved(self, session_id: str, head: str | None) -> bool:
+        """Whether the head left the branch of the head seen last (remembering growth and firsts)."""
+        c = self.workspace.conn
+        c.execute(_HEADS)
+        row = c.execute(
+            "SELECT head FROM watch_heads WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        seen = None if row is None else (row[0] or None)
+        if row is not None and seen == head:
+            return False
+        if row is None or seen is None or self._on_branch(session_id, head, seen):
+            self._seen_head(session_id, head)
+            return False
+        return True
+
+    def _on_branch(self, session_id: str, head: str | None, node: str) -> bool:
+        pred = self.store.index(session_id).pred
+        at = head
+        while at is not None:
+            if at == node:
+                return True
+            at = pred.get(at)
+        return False
+
+    def _seen_head(self, session_id: str, head: str | None) -> None:
+        with self.workspace._txn() as c:
+            c.execute(_HEADS)
+            c.execute(
+                "INSERT OR REPLACE INTO watch_heads (session_id, head) VALUES (?, ?)",
+                (session_id, head or ""),
+            )
 
     def run(self, stop: threading.Event) -> None:
         """Poll every ``poll`` seconds until ``stop`` is set (run it in a thread)."""
