@@ -65,9 +65,21 @@ __all__ = [
     "state_at",
 ]
 
-KINDS = ("write", "edit", "add", "delete", "undo", "restore", "forget", "change", "baseline")
+KINDS = (
+    "write",
+    "edit",
+    "add",
+    "delete",
+    "undo",
+    "restore",
+    "forget",
+    "organize",
+    "change",
+    "baseline",
+)
 """What made a revision: a writer's batch, a Markdown edit, a person's save, a delete, an undo, a
-restore, a forget, any other validated change, or the start of history in an existing workspace."""
+restore, a forget, an organizer pass, any other validated change, or the start of history in an
+existing workspace."""
 
 HISTORY_SCHEMA = """
 CREATE TABLE IF NOT EXISTS revisions (

@@ -20,6 +20,7 @@ from typing import Protocol, runtime_checkable
 
 from graph.models import Node, Role
 from graph.store import BaseStore
+from memory.organizer import reorganize
 from memory.pipeline import WriteFailure, WritePipeline
 from memory.records import CORE_TOPIC
 from memory.workspace import MemoryWorkspace
@@ -145,13 +146,15 @@ class LocalMemory:
         return self.pipeline.write(session_id, force)
 
     def reorganize(self) -> list[str]:
-        """Re-render the views and report the files whose bytes changed.
+        """Run an organizer pass and report the view files whose bytes changed.
 
-        The local implementation has no model to plan a reorganization with; it never writes new
-        content and never moves markers.
+        The pass is the offline organizer's (exact duplicates merged; see
+        :func:`memory.organizer.reorganize`). It never writes new content and never moves markers.
         """
         with self.workspace.write_lock():
-            return self.workspace.render_views()
+            return sorted(
+                {*self.workspace.render_views(), *reorganize(self.workspace).changed_files}
+            )
 
     def extract_before_discard(self, nodes: Sequence[Node]) -> list[str]:
         """Return the contents of the records citing any of ``nodes`` (memory's version of them)."""

@@ -25,6 +25,8 @@ from typing import Any, Protocol
 
 from graph.models import to_micros, utcnow
 from graph.store import BaseStore
+from memory.errors import MemoryLayerError
+from memory.organizer import Organizer, OrganizeResult, OrganizeSchedule, run_if_due
 from memory.pipeline import FailureReason, WriteFailure
 from memory.workspace import MemoryWorkspace
 
@@ -71,6 +73,9 @@ class IdleWatcher:
         clock: Returns the current time (aware UTC); injectable for tests.
         on_event: Receives ``memory.ingest_started`` / ``memory.ingest_ended`` events.
         limit: The most recently updated sessions looked at per poll.
+        schedule: When an organizer pass is due (:class:`~memory.organizer.OrganizeSchedule`);
+            None: the loop never organizes.
+        organizer: What plans those passes (the offline organizer by default).
     """
 
     def __init__(
@@ -84,6 +89,8 @@ class IdleWatcher:
         clock: Callable[[], datetime] = utcnow,
         on_event: EventSink | None = None,
         limit: int = 1000,
+        schedule: OrganizeSchedule | None = None,
+        organizer: Organizer | None = None,
     ) -> None:
         self.store = store
         self.writer = writer
@@ -93,6 +100,8 @@ class IdleWatcher:
         self.clock = clock
         self.on_event = on_event
         self.limit = limit
+        self.schedule = schedule
+        self.organizer = organizer
 
     def _emit(self, name: str, payload: dict[str, Any]) -> None:
         if self.on_event is None:
@@ -136,6 +145,24 @@ class IdleWatcher:
             outcomes.append(WatchOutcome(session.id, status, reason))
         return outcomes
 
+    def organize_if_due(self) -> tuple[str, OrganizeResult] | None:
+        """Run an organizer pass when the schedule says one is due; return why and what it did.
+
+        Emits ``memory.organized`` (``{reason, files}``); a refused plan or an unreachable model is
+        logged and emitted as ``memory.organize_failed`` (``{reason, error}``), never raised.
+        """
+        if self.schedule is None:
+            return None
+        try:
+            done = run_if_due(self.workspace, self.schedule, self.clock(), self.organizer)
+        except MemoryLayerError as e:
+            log.warning("memory organizer pass failed: %s", e)
+            self._emit("memory.organize_failed", {"error": str(e)})
+            return None
+        if done is not None:
+            self._emit("memory.organized", {"reason": done[0], "files": done[1].changed_files})
+        return done
+
     def _head_moved(self, session_id: str, head: str | None) -> bool:
         """Whether the head left the branch of the head seen last (remembering growth and firsts)."""
         c = self.workspace.conn
@@ -173,6 +200,7 @@ class IdleWatcher:
         while not stop.is_set():
             try:
                 self.poll_once()
+                self.organize_if_due()
             except Exception:
                 log.exception("memory idle watcher poll failed")
             stop.wait(self.poll)
