@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from graph.models import to_micros, utcnow
 from memory import caps
 from memory.changes import ChangeSet, DeleteRecord, SourceRef, UpdateRecord
-from memory.errors import MemoryLayerError, WorkspaceStoreError
+from memory.errors import MemoryLayerError
 from memory.history import erase_sources, record_revision
 from memory.records import LINK_RE, Record
 from memory.transactions import Plan, plan_in_steps
-from memory.workspace import MemoryWorkspace
+from memory.workspace import MemoryWorkspace, _translated
 
 __all__ = ["ERASURES_TABLE", "ForgetReport", "NothingToForgetError", "forget_session"]
 
@@ -179,7 +179,7 @@ def forget_session(ws: MemoryWorkspace, session: str) -> ForgetReport:
         WorkspaceBusyError: another writer holds the lock.
         WorkspaceStoreError: the database failed; nothing changed.
     """
-    with ws.write_lock():
+    with ws.write_lock(), _translated():
         sid = _resolve(ws, session)
         erased = {
             str(r[0])
@@ -222,10 +222,7 @@ def forget_session(ws: MemoryWorkspace, session: str) -> ForgetReport:
             else:
                 with ws._txn() as c:
                     erase(c, p)
-            try:
-                ws.conn.execute("INSERT INTO records_fts (records_fts) VALUES ('optimize')")
-            except sqlite3.Error as e:
-                raise WorkspaceStoreError(f"sqlite: {e}") from e
+            ws.conn.execute("INSERT INTO records_fts (records_fts) VALUES ('optimize')")
         finally:
             ws.conn.execute("PRAGMA secure_delete = OFF")
         ws.render_views()

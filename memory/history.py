@@ -26,12 +26,13 @@ back, and (for a whole revision) records created since are deleted.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import sqlite3
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from graph.models import to_micros, utcnow
 from memory.changes import (
@@ -44,7 +45,7 @@ from memory.changes import (
     SourceRef,
     UpdateRecord,
 )
-from memory.errors import MemoryLayerError
+from memory.errors import MemoryLayerError, WorkspaceStoreError
 from memory.records import Record
 
 __all__ = [
@@ -104,6 +105,22 @@ CREATE INDEX IF NOT EXISTS record_versions_by_record ON record_versions (record_
 
 class HistoryError(MemoryLayerError, LookupError):
     """A revision or record version that history does not hold (the message says which)."""
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _store_errors(fn: _F) -> _F:
+    """Translate ``sqlite3`` errors raised by ``fn`` into :class:`WorkspaceStoreError`."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except sqlite3.Error as e:
+            raise WorkspaceStoreError(f"sqlite: {e}") from e
+
+    return cast(_F, wrapper)
 
 
 @dataclass(frozen=True)
@@ -212,6 +229,7 @@ def _check_revision(conn: sqlite3.Connection, revision: int) -> str:
     return wid
 
 
+@_store_errors
 def state_at(conn: sqlite3.Connection, revision: int) -> dict[str, dict[str, Any]]:
     """Return the records as they were at ``revision`` (record id -> record JSON).
 
@@ -231,6 +249,7 @@ def state_at(conn: sqlite3.Connection, revision: int) -> dict[str, dict[str, Any
     return out
 
 
+@_store_errors
 def log(conn: sqlite3.Connection, record_id: str | None = None) -> list[Revision]:
     """Return the revisions, newest first, of this workspace and those it was reset from.
 
@@ -258,6 +277,7 @@ def log(conn: sqlite3.Connection, record_id: str | None = None) -> list[Revision
     return out
 
 
+@_store_errors
 def diff(
     conn: sqlite3.Connection, old: int, new: int | None = None
 ) -> list[tuple[str, str, dict[str, Any] | None, dict[str, Any] | None, list[str]]]:
@@ -360,6 +380,7 @@ def restore_changes(
     return [*updates, *creates, *deletes], create_ids
 
 
+@_store_errors
 def restore(
     conn: sqlite3.Connection,
     current: Mapping[str, Record],
@@ -392,6 +413,7 @@ def restore(
     return ChangeSet(changes=tuple(changes)), create_ids
 
 
+@_store_errors
 def resolve_record(conn: sqlite3.Connection, ref: str) -> str:
     """Return the id of the record history knows by ``ref``: an id, or a unique prefix or suffix.
 
@@ -432,6 +454,7 @@ def _lines(conn: sqlite3.Connection) -> Iterator[str]:
         )
 
 
+@_store_errors
 def export_history(conn: sqlite3.Connection, path: str | Path) -> int:
     """Write the whole history as JSON Lines to ``path``, oldest revision first; return the count.
 

@@ -48,7 +48,7 @@ from memory.errors import RejectedError, Rejection, WriterUnavailableError
 from memory.records import CORE_TOPIC, LINK_RE, Record
 from memory.transactions import Plan, State
 from memory.views import render_core, render_topic
-from memory.workspace import MemoryWorkspace, approx_tokens
+from memory.workspace import MemoryWorkspace, _translated, approx_tokens
 
 __all__ = [
     "ORGANIZER_RUNS",
@@ -354,6 +354,10 @@ class OrganizeSchedule:
         the tokens of turns archived after it. The daily pass is due when the latest ``daily_at``
         (local time) at or before ``now`` came after the last pass, and memory holds records.
         """
+        with _translated():
+            return self._due(ws, now)
+
+    def _due(self, ws: MemoryWorkspace, now: datetime) -> str | None:
         at, revision, top = _last_run(ws.conn)
         installs = int(
             ws.conn.execute(

@@ -28,7 +28,7 @@ from graph.store import BaseStore
 from memory.errors import MemoryLayerError
 from memory.organizer import Organizer, OrganizeResult, OrganizeSchedule, run_if_due
 from memory.pipeline import FailureReason, WriteFailure
-from memory.workspace import MemoryWorkspace
+from memory.workspace import MemoryWorkspace, _translated
 
 __all__ = ["EventSink", "IdleWatcher", "SessionWriter", "WatchOutcome"]
 
@@ -166,10 +166,11 @@ class IdleWatcher:
     def _head_moved(self, session_id: str, head: str | None) -> bool:
         """Whether the head left the branch of the head seen last (remembering growth and firsts)."""
         c = self.workspace.conn
-        c.execute(_HEADS)
-        row = c.execute(
-            "SELECT head FROM watch_heads WHERE session_id = ?", (session_id,)
-        ).fetchone()
+        with _translated():
+            c.execute(_HEADS)
+            row = c.execute(
+                "SELECT head FROM watch_heads WHERE session_id = ?", (session_id,)
+            ).fetchone()
         seen = None if row is None else (row[0] or None)
         if row is not None and seen == head:
             return False
