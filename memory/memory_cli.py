@@ -15,6 +15,7 @@ can see what memory holds, find it with the words they used, correct it and dele
     sessiongraph memory log [RECORD] [--json]          revisions, newest first (of one record)
     sessiongraph memory diff REV [REV] [--json]        what changed between revisions (default: now)
     sessiongraph memory restore REV|RECORD@REV         go back, as a new revision
+    sessiongraph memory organize [--json]              an organizer pass (exact duplicates merged)
     sessiongraph memory edit [--apply DIR]             edit the topic files in $EDITOR (or apply DIR)
     sessiongraph memory write [SESSION...]             write what sessions owe (default: all pending)
     sessiongraph memory watch [--once] [--idle S] [--poll S]   the idle watcher in the foreground
@@ -76,6 +77,7 @@ from memory.manage import (
     undo_delete,
     workspace_status,
 )
+from memory.organizer import reorganize
 from memory.pipeline import PROVIDER, WritePipeline
 from memory.watcher import IdleWatcher
 from memory.workspace import MemoryWorkspace
@@ -521,6 +523,33 @@ def restore(
         console.print(
             f"restored to revision {rev_text}: {len(p.created)} created, {len(p.updated)} updated, "
             f"{len(p.moved)} moved, {len(p.deleted)} deleted; revision {ws.revision}"
+        )
+
+
+@memory_app.command()
+def organize(ctx: typer.Context, json: _JSON = False) -> None:
+    """Run the offline organizer: merge exact duplicates, through the validated transaction."""
+    with _errors():
+        ws = _ws(ctx)
+        result = reorganize(ws)
+        if json:
+            _dump(
+                {
+                    "changed_files": result.changed_files,
+                    "updated": list(result.updated),
+                    "deleted": list(result.deleted),
+                    "moved": list(result.moved),
+                    "created": list(result.created),
+                    "revision": result.revision,
+                }
+            )
+            return
+        if not result.changed_files:
+            console.print("nothing to organize")
+            return
+        console.print(
+            f"organized: {len(result.deleted)} duplicate(s) merged, {len(result.updated)} record(s) "
+            f"updated; changed {', '.join(result.changed_files)}; revision {result.revision}"
         )
 
 

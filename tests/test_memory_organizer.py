@@ -199,3 +199,25 @@ def test_local_memory_reorganize_reports_changed_files(ws: MemoryWorkspace) -> N
     memory = LocalMemory(ws, MemorySessionStore())
     assert memory.reorganize() == ["core.md", "topics/core.md"]
     assert memory.reorganize() == []
+
+
+def test_memory_organize_end_to_end(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", "from graph.cli import main; main()", "--db"]
+            + [str(tmp_path / "s.db"), "memory", "--workspace", str(tmp_path / "ws"), *args],
+            capture_output=True,
+            text=True,
+            env={"PATH": "/usr/bin:/bin", "COLUMNS": "200", "NO_COLOR": "1", "HOME": str(tmp_path)},
+            timeout=120,
+        )
+
+    assert cli("add", "Ship on Tuesdays.").returncode == 0
+    assert cli("add", "Ship on  Tuesdays.").returncode == 0
+    done = json.loads(cli("organize", "--json").stdout)
+    assert len(done["deleted"]) == 1 and done["changed_files"] == ["topics/notes.md"]
+    assert done["revision"] == 3
+    assert cli("organize").stdout.strip() == "nothing to organize"
