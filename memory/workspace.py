@@ -18,6 +18,8 @@ Tables of ``memory.db``:
 * ``installs``: one row per install made by the write pipeline (session, node ids), so a pass that
   installed and crashed before marking is recognized and marked instead of written twice;
 * ``watch``: the idle watcher's durable done/failed bookkeeping.
+* ``revisions`` and ``record_versions``: the history (:mod:`memory.history`); ``memory forget`` is the
+  one writer that deletes archived sources (:mod:`memory.forget`).
 
 Durability: the rollback journal (``journal_mode=DELETE``) with ``synchronous=FULL``: a committed install
 survives a process crash and a power loss, and the database file alone is the whole state (so its bytes
