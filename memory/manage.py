@@ -315,6 +315,7 @@ def search_page(
     query: str,
     page: int = 1,
     per_page: int = caps.DEFAULT_RESULTS_PER_PAGE,
+    keep: Callable[[str], bool] | None = None,
 ) -> SearchPage:
     """Search records lexically, one page at a time, with the total.
 
@@ -327,6 +328,8 @@ def search_page(
         query: The words, at most ``caps.MAX_QUERY_CHARS`` characters.
         page: 1-based page number.
         per_page: Results per page, 1..``caps.MAX_RESULTS_PER_PAGE``.
+        keep: Only the records (by id) it accepts count, in the total too (``--branch head``:
+            :meth:`memory.branches.BranchView.on_head_branch`).
 
     Raises:
         CapExceeded: the query or the page size is over its cap.
@@ -340,6 +343,8 @@ def search_page(
     if not terms:
         return SearchPage(query, page, per_page, 0, ())
     match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    if keep is not None:
+        return _kept_page(ws, query, match, page, per_page, keep)
     try:
         total = ws.conn.execute(
             "SELECT count(*) FROM records_fts WHERE records_fts MATCH ?", (match,)
@@ -354,6 +359,38 @@ def search_page(
         )
     except sqlite3.Error as e:
         raise WorkspaceStoreError(f"sqlite: {e}") from e
+    return _page(ws, query, page, per_page, int(total), scores)
+
+
+def _kept_page(
+    ws: MemoryWorkspace,
+    query: str,
+    match: str,
+    page: int,
+    per_page: int,
+    keep: Callable[[str], bool],
+) -> SearchPage:
+    """A page of the matches ``keep`` accepts (all matches are ranked, then filtered)."""
+    try:
+        ranked = [
+            (str(rid), float(score))
+            for rid, score in ws.conn.execute(
+                "SELECT r.id, bm25(records_fts) AS score FROM records_fts "
+                "JOIN records r ON r.rowid = records_fts.rowid WHERE records_fts MATCH ? "
+                "ORDER BY score, r.id",
+                (match,),
+            )
+        ]
+    except sqlite3.Error as e:
+        raise WorkspaceStoreError(f"sqlite: {e}") from e
+    kept = [(rid, score) for rid, score in ranked if keep(rid)]
+    start = (page - 1) * per_page
+    return _page(ws, query, page, per_page, len(kept), dict(kept[start : start + per_page]))
+
+
+def _page(
+    ws: MemoryWorkspace, query: str, page: int, per_page: int, total: int, scores: dict[str, float]
+) -> SearchPage:
     st = ws.state()
     srcs = {
         s.id: s for s in ws.sources({c.source for i in scores for c in st.records[i].citations})
@@ -375,7 +412,7 @@ def search_page(
                 ),
             )
         )
-    return SearchPage(query, page, per_page, int(total), tuple(hits))
+    return SearchPage(query, page, per_page, total, tuple(hits))
 
 
 # ---------------------------------------------------------------- delete and undo

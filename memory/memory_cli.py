@@ -56,6 +56,7 @@ from graph.models import to_micros
 from graph.store import BaseStore
 from memory import caps
 from memory.adding import DEFAULT_ADD_TOPIC, add_memory, cited_nodes
+from memory.branches import BranchView
 from memory.caps import CapExceeded
 from memory.completion import writer_for
 from memory.config import ConfigError, MemoryOffError, load_config
@@ -254,11 +255,23 @@ def search(
     per_page: Annotated[
         int, typer.Option(help=f"Results per page (at most {caps.MAX_RESULTS_PER_PAGE}).")
     ] = caps.DEFAULT_RESULTS_PER_PAGE,
+    branch: Annotated[
+        str | None,
+        typer.Option(
+            help="'head': only records on their sessions' head branches (not abandoned forks)."
+        ),
+    ] = None,
     json: _JSON = False,
 ) -> None:
     """Search the records lexically (FTS5, best first), one page at a time, with the total."""
     with _errors():
-        result = search_page(_ws(ctx), query, page, per_page)
+        ws = _ws(ctx)
+        keep = None
+        if branch is not None:
+            if branch != "head":
+                raise ValueError(f"--branch {branch!r}: the only branch filter is 'head'")
+            keep = BranchView(ws, _store(ctx)).on_head_branch
+        result = search_page(ws, query, page, per_page, keep=keep)
         if json:
             _dump(
                 {

@@ -92,21 +92,32 @@ def _refs(rec: Record) -> list[SourceRef]:
 
 
 class OfflineOrganizer:
-    """Merges exact duplicates into the first of them (topic by topic, in position order)."""
+    """Merges exact duplicates into the first of them (topic by topic, in position order).
+
+    Args:
+        apart: Says whether two records (by id) must never be merged: alternatives from mutually
+            exclusive branches (:func:`memory.branches.alternatives`). None: any may be merged.
+    """
 
     name = "offline"
 
+    def __init__(self, apart: Callable[[str, str], bool] | None = None) -> None:
+        self.apart = apart
+
     def organize(self, state: State) -> ChangeSet:
         """Return the merges: one update of the kept record and a delete per duplicate."""
-        keep: dict[str, str] = {}
+        keep: dict[str, list[str]] = {}
         merged: dict[str, list[Record]] = {}
         for topic in sorted(state.order):
             for rec in state.topic_records(topic):
-                key = _norm(rec.content)
-                if key in keep:
-                    merged[keep[key]].append(rec)
+                kept = keep.setdefault(_norm(rec.content), [])
+                into = next(
+                    (k for k in kept if self.apart is None or not self.apart(k, rec.id)), None
+                )
+                if into is not None:
+                    merged[into].append(rec)
                 else:
-                    keep[key] = rec.id
+                    kept.append(rec.id)
                     merged[rec.id] = []
         gone = {d.id: kid for kid, dups in merged.items() for d in dups}
         if not gone:
