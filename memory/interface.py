@@ -20,7 +20,8 @@ from typing import Protocol, runtime_checkable
 
 from graph.models import Node, Role
 from graph.store import BaseStore
-from memory.organizer import reorganize
+from memory.branches import alternatives
+from memory.organizer import OfflineOrganizer, reorganize
 from memory.pipeline import WriteFailure, WritePipeline
 from memory.records import CORE_TOPIC
 from memory.workspace import MemoryWorkspace
@@ -148,12 +149,19 @@ class LocalMemory:
     def reorganize(self) -> list[str]:
         """Run an organizer pass and report the view files whose bytes changed.
 
-        The pass is the offline organizer's (exact duplicates merged; see
-        :func:`memory.organizer.reorganize`). It never writes new content and never moves markers.
+        The pass is the offline organizer's (exact duplicates merged, never alternatives from
+        exclusive branches; see :func:`memory.organizer.reorganize`). It never writes new content and
+        never moves markers.
         """
         with self.workspace.write_lock():
             return sorted(
-                {*self.workspace.render_views(), *reorganize(self.workspace).changed_files}
+                {
+                    *self.workspace.render_views(),
+                    *reorganize(
+                        self.workspace,
+                        OfflineOrganizer(apart=alternatives(self.workspace, self.store)),
+                    ).changed_files,
+                }
             )
 
     def extract_before_discard(self, nodes: Sequence[Node]) -> list[str]:

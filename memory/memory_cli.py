@@ -56,7 +56,7 @@ from graph.models import to_micros
 from graph.store import BaseStore
 from memory import caps
 from memory.adding import DEFAULT_ADD_TOPIC, add_memory, cited_nodes
-from memory.branches import BranchView
+from memory.branches import BranchView, alternatives
 from memory.caps import CapExceeded
 from memory.completion import writer_for
 from memory.config import ConfigError, MemoryOffError, load_config
@@ -78,7 +78,7 @@ from memory.manage import (
     undo_delete,
     workspace_status,
 )
-from memory.organizer import reorganize
+from memory.organizer import OfflineOrganizer, reorganize
 from memory.pipeline import PROVIDER, WritePipeline
 from memory.watcher import IdleWatcher
 from memory.workspace import MemoryWorkspace
@@ -541,10 +541,10 @@ def restore(
 
 @memory_app.command()
 def organize(ctx: typer.Context, json: _JSON = False) -> None:
-    """Run the offline organizer: merge exact duplicates, through the validated transaction."""
+    """Run the offline organizer: merge exact duplicates (never alternatives of exclusive forks)."""
     with _errors():
         ws = _ws(ctx)
-        result = reorganize(ws)
+        result = reorganize(ws, OfflineOrganizer(apart=alternatives(ws, _store(ctx))))
         if json:
             _dump(
                 {

@@ -25,8 +25,15 @@ from typing import Any, Protocol
 
 from graph.models import to_micros, utcnow
 from graph.store import BaseStore
+from memory.branches import alternatives
 from memory.errors import MemoryLayerError
-from memory.organizer import Organizer, OrganizeResult, OrganizeSchedule, run_if_due
+from memory.organizer import (
+    OfflineOrganizer,
+    Organizer,
+    OrganizeResult,
+    OrganizeSchedule,
+    run_if_due,
+)
 from memory.pipeline import FailureReason, WriteFailure
 from memory.workspace import MemoryWorkspace, _translated
 
@@ -75,7 +82,8 @@ class IdleWatcher:
         limit: The most recently updated sessions looked at per poll.
         schedule: When an organizer pass is due (:class:`~memory.organizer.OrganizeSchedule`);
             None: the loop never organizes.
-        organizer: What plans those passes (the offline organizer by default).
+        organizer: What plans those passes (default: the offline organizer, keeping alternatives
+            from exclusive branches apart).
     """
 
     def __init__(
@@ -154,7 +162,10 @@ class IdleWatcher:
         if self.schedule is None:
             return None
         try:
-            done = run_if_due(self.workspace, self.schedule, self.clock(), self.organizer)
+            organizer = self.organizer or OfflineOrganizer(
+                apart=alternatives(self.workspace, self.store)
+            )
+            done = run_if_due(self.workspace, self.schedule, self.clock(), organizer)
         except MemoryLayerError as e:
             log.warning("memory organizer pass failed: %s", e)
             self._emit("memory.organize_failed", {"error": str(e)})
