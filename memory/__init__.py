@@ -6,6 +6,7 @@ Start with :class:`MemoryWorkspace` (a directory; its SQLite file is the store o
 (:class:`MemoryProvider`) over both, and :func:`run_session` drives a conversation through it.
 """
 
+from memory.adding import add_memory
 from memory.changes import (
     ChangeSet,
     CreateRecord,
@@ -27,6 +28,7 @@ from memory.errors import (
     WorkspaceStoreError,
     WriterUnavailableError,
 )
+from memory.forget import ForgetReport, forget_session
 from memory.interface import LocalMemory, MemoryProvider, run_session, wrap_context
 from memory.pipeline import PROVIDER, FailureReason, WriteFailure, WritePipeline, split_batches
 from memory.records import Citation, Record, Source
@@ -43,6 +45,7 @@ __all__ = [
     "Destination",
     "DigestWriter",
     "FailureReason",
+    "ForgetReport",
     "IdleWatcher",
     "LocalMemory",
     "MemoryLayerError",
@@ -67,7 +70,9 @@ __all__ = [
     "WriteRequest",
     "Writer",
     "WriterUnavailableError",
+    "add_memory",
     "approx_tokens",
+    "forget_session",
     "parse_changes",
     "run_session",
     "split_batches",

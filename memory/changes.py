@@ -58,7 +58,8 @@ class SourceRef(BaseModel):
 
     model_config = _strict
     source: str
-    """The archived source id (``s-...``)."""
+    """The archived source id (``s-...``); empty for a bare snippet citation (a person's own save
+    with no turn to cite), which then needs a snippet."""
     label: str
     """A short keyword shown as the link text; kept exactly as given."""
     snippet: str = ""

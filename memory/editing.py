@@ -20,7 +20,12 @@ What it may not (each an :class:`EditError` with a :class:`~memory.errors.Reject
   delete``, which can be undone); name an anchor that is not a record (``UNKNOWN_RECORD``);
 * cite a source that is not in the archive (``UNKNOWN_SOURCE``), reference a footnote that is not defined,
   define one nobody references, or write a footnote line outside the grammar (``MALFORMED``);
-* anything the transaction refuses (caps, secrets, dangling links), reported at the record's line.
+* anything the transaction refuses (caps, secrets, dangling links), reported at the record's line;
+* change ``core.md``: it is rendered from the core topic and not read back, so an edited ``core.md``
+  in the directory is refused (``MALFORMED``) with a pointer to ``topics/core.md``, never ignored.
+
+A footnote may also be a bare snippet, ``(source: "<snippet JSON>")`` with no source id: a person's own
+save with nothing to cite (its snippet must not be empty).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from pathlib import Path
 from memory import caps
 from memory.changes import ChangeSet, RewriteTopic, SourceRef, TopicRecord
 from memory.errors import MemoryLayerError, RejectedError, Rejection
+from memory.records import CORE_TOPIC
 from memory.secrets import scan
 from memory.transactions import State, plan
 from memory.workspace import MemoryWorkspace
@@ -51,7 +57,7 @@ __all__ = [
 _ANCHOR = re.compile(r" \^([A-Za-z0-9-]+)$")
 _REF = re.compile(r" \[\^([^\]\s]+)\]$")
 _FOOTNOTE = re.compile(
-    r'^\[\^([^\]\s]+)\]: \[((?:\\.|[^\\\]])*)\]\(source:(\S+) ("(?:\\.|[^"\\])*")\)$'
+    r'^\[\^([^\]\s]+)\]: \[((?:\\.|[^\\\]])*)\]\(source:(\S*) ("(?:\\.|[^"\\])*")\)$'
 )
 _META = re.compile(r"^<!-- record (\{.*\}) -->$")
 _HEADING = re.compile(r"^(#{2,}) (.+)$")
@@ -473,6 +479,7 @@ def edited_changes(
     root = Path(directory)
     _check_folder(root)
     _check_fresh(ws, root)
+    _check_core_view(ws, root)
     st = ws.state()
     current = _rendered(ws)
     files = {_topic_of(root, f): f for f in sorted((root / "topics").rglob("*.md"))}
@@ -504,6 +511,23 @@ def _rendered(ws: MemoryWorkspace) -> dict[str, str]:
         f.relative_to(root).with_suffix("").as_posix(): f.read_text("utf-8")
         for f in root.rglob("*.md")
     }
+
+
+def _check_core_view(ws: MemoryWorkspace, root: Path) -> None:
+    """Refuse an edited ``core.md``: it is rendered from the core topic and never read back."""
+    edited = root / "core.md"
+    if not edited.exists():
+        return
+    rendered = ws.views_path / "core.md"
+    current = rendered.read_text("utf-8") if rendered.exists() else None
+    if edited.read_text("utf-8") != current:
+        raise EditError(
+            str(edited),
+            1,
+            Rejection.MALFORMED,
+            "core.md is rendered from the core topic and is not read back; make the change in "
+            f"topics/{CORE_TOPIC}.md instead (nothing was applied)",
+        )
 
 
 def _check_fresh(ws: MemoryWorkspace, root: Path) -> None:
@@ -540,7 +564,7 @@ def _check_records(p: ParsedTopic, st: State, ws: MemoryWorkspace) -> None:
                 record_id=rec.memory_id,
             )
         present = ws.sources([s.source for s in rec.sources])
-        known = {s.id for s in present}
+        known = {s.id for s in present} | {""}
         for k, ref in enumerate(rec.sources):
             if ref.source not in known:
                 raise EditError(
@@ -646,7 +670,7 @@ def apply_edits(ws: MemoryWorkspace, directory: str | Path) -> tuple[list[str], 
     if not changes.changes:
         return [], []
     try:
-        result = ws.apply(changes, batch=None)
+        result = ws.apply(changes, batch=None, kind="edit")
     except RejectedError as e:
         raise _locate(parsed, e) from None
     return sorted(result.topics), [*result.updated, *result.created]

@@ -20,6 +20,8 @@ from typing import Protocol, runtime_checkable
 
 from graph.models import Node, Role
 from graph.store import BaseStore
+from memory.branches import alternatives
+from memory.organizer import OfflineOrganizer, reorganize
 from memory.pipeline import WriteFailure, WritePipeline
 from memory.records import CORE_TOPIC
 from memory.workspace import MemoryWorkspace
@@ -145,13 +147,22 @@ class LocalMemory:
         return self.pipeline.write(session_id, force)
 
     def reorganize(self) -> list[str]:
-        """Re-render the views and report the files whose bytes changed.
+        """Run an organizer pass and report the view files whose bytes changed.
 
-        The local implementation has no model to plan a reorganization with; it never writes new
-        content and never moves markers.
+        The pass is the offline organizer's (exact duplicates merged, never alternatives from
+        exclusive branches; see :func:`memory.organizer.reorganize`). It never writes new content and
+        never moves markers.
         """
         with self.workspace.write_lock():
-            return self.workspace.render_views()
+            return sorted(
+                {
+                    *self.workspace.render_views(),
+                    *reorganize(
+                        self.workspace,
+                        OfflineOrganizer(apart=alternatives(self.workspace, self.store)),
+                    ).changed_files,
+                }
+            )
 
     def extract_before_discard(self, nodes: Sequence[Node]) -> list[str]:
         """Return the contents of the records citing any of ``nodes`` (memory's version of them)."""

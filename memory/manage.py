@@ -36,6 +36,7 @@ from graph.store import BaseStore
 from memory import caps
 from memory.changes import ChangeSet, DeleteRecord
 from memory.errors import MemoryLayerError, RejectedError, Rejection, WorkspaceStoreError
+from memory.history import record_json, record_revision
 from memory.pipeline import owed_ids
 from memory.records import Citation, Record
 from memory.transactions import Plan, record_links
@@ -314,6 +315,7 @@ def search_page(
     query: str,
     page: int = 1,
     per_page: int = caps.DEFAULT_RESULTS_PER_PAGE,
+    keep: Callable[[str], bool] | None = None,
 ) -> SearchPage:
     """Search records lexically, one page at a time, with the total.
 
@@ -326,6 +328,8 @@ def search_page(
         query: The words, at most ``caps.MAX_QUERY_CHARS`` characters.
         page: 1-based page number.
         per_page: Results per page, 1..``caps.MAX_RESULTS_PER_PAGE``.
+        keep: Only the records (by id) it accepts count, in the total too (``--branch head``:
+            :meth:`memory.branches.BranchView.on_head_branch`).
 
     Raises:
         CapExceeded: the query or the page size is over its cap.
@@ -339,6 +343,8 @@ def search_page(
     if not terms:
         return SearchPage(query, page, per_page, 0, ())
     match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    if keep is not None:
+        return _kept_page(ws, query, match, page, per_page, keep)
     try:
         total = ws.conn.execute(
             "SELECT count(*) FROM records_fts WHERE records_fts MATCH ?", (match,)
@@ -353,6 +359,38 @@ def search_page(
         )
     except sqlite3.Error as e:
         raise WorkspaceStoreError(f"sqlite: {e}") from e
+    return _page(ws, query, page, per_page, int(total), scores)
+
+
+def _kept_page(
+    ws: MemoryWorkspace,
+    query: str,
+    match: str,
+    page: int,
+    per_page: int,
+    keep: Callable[[str], bool],
+) -> SearchPage:
+    """A page of the matches ``keep`` accepts (all matches are ranked, then filtered)."""
+    try:
+        ranked = [
+            (str(rid), float(score))
+            for rid, score in ws.conn.execute(
+                "SELECT r.id, bm25(records_fts) AS score FROM records_fts "
+                "JOIN records r ON r.rowid = records_fts.rowid WHERE records_fts MATCH ? "
+                "ORDER BY score, r.id",
+                (match,),
+            )
+        ]
+    except sqlite3.Error as e:
+        raise WorkspaceStoreError(f"sqlite: {e}") from e
+    kept = [(rid, score) for rid, score in ranked if keep(rid)]
+    start = (page - 1) * per_page
+    return _page(ws, query, page, per_page, len(kept), dict(kept[start : start + per_page]))
+
+
+def _page(
+    ws: MemoryWorkspace, query: str, page: int, per_page: int, total: int, scores: dict[str, float]
+) -> SearchPage:
     st = ws.state()
     srcs = {
         s.id: s for s in ws.sources({c.source for i in scores for c in st.records[i].citations})
@@ -374,7 +412,7 @@ def search_page(
                 ),
             )
         )
-    return SearchPage(query, page, per_page, int(total), tuple(hits))
+    return SearchPage(query, page, per_page, total, tuple(hits))
 
 
 # ---------------------------------------------------------------- delete and undo
@@ -489,7 +527,7 @@ def delete_record(
                 (rid, _record_json(rec, pos, after), stone.deleted_at, stone.expires_at),
             )
 
-    ws.apply(ChangeSet(changes=(DeleteRecord(memory_id=rid),)), within=keep)
+    ws.apply(ChangeSet(changes=(DeleteRecord(memory_id=rid),)), within=keep, kind="delete")
     return stone
 
 
@@ -564,7 +602,10 @@ def undo_delete(ws: MemoryWorkspace, ref: str, *, clock: Clock = _time.time) -> 
             c.executemany(
                 "INSERT INTO citations (record_id, ordinal, source_id, label, snippet) "
                 "VALUES (?, ?, ?, ?, ?)",
-                [(rid, n, ci.source, ci.label, ci.snippet) for n, ci in enumerate(rec.citations)],
+                [
+                    (rid, n, ci.source or None, ci.label, ci.snippet)
+                    for n, ci in enumerate(rec.citations)
+                ],
             )
             c.executemany(
                 "INSERT OR IGNORE INTO links (from_record, to_record) VALUES (?, ?)",
@@ -577,12 +618,14 @@ def undo_delete(ws: MemoryWorkspace, ref: str, *, clock: Clock = _time.time) -> 
             )
             c.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'revision'")
             c.execute("DELETE FROM tombstones WHERE record_id = ?", (rid,))
+            revision = int(c.execute("SELECT value FROM meta WHERE key = 'revision'").fetchone()[0])
+            record_revision(c, revision, "undo", [(rid, "restored", record_json(rec, pos))])
         ws.render_views()
     return rec
 
 
 def _check_restorable(ws: MemoryWorkspace, rec: Record) -> None:
-    wanted = {c.source for c in rec.citations}
+    wanted = {c.source for c in rec.citations if c.source}
     present = {s.id for s in ws.sources(wanted)}
     for sid in sorted(wanted - present):
         raise RejectedError(

@@ -9,6 +9,13 @@ can see what memory holds, find it with the words they used, correct it and dele
     sessiongraph memory delete RECORD [--grace S]      delete; undoable for S seconds (default 10)
     sessiongraph memory undo RECORD                    take a deletion back inside its grace period
     sessiongraph memory export [-o DIR]                the Markdown views
+    sessiongraph memory add TEXT [--cite SESSION/NODE] [--topic T] [--heading H] [--tag T]
+                                                       save a statement by hand (cites nothing or turns)
+    sessiongraph memory forget SESSION [--yes]         erase what memory holds of a session
+    sessiongraph memory log [RECORD] [--json]          revisions, newest first (of one record)
+    sessiongraph memory diff REV [REV] [--json]        what changed between revisions (default: now)
+    sessiongraph memory restore REV|RECORD@REV         go back, as a new revision
+    sessiongraph memory organize [--json]              an organizer pass (exact duplicates merged)
     sessiongraph memory edit [--apply DIR]             edit the topic files in $EDITOR (or apply DIR)
     sessiongraph memory write [SESSION...]             write what sessions owe (default: all pending)
     sessiongraph memory watch [--once] [--idle S] [--poll S]   the idle watcher in the foreground
@@ -45,8 +52,33 @@ from graph.models import to_micros
 from graph.store import BaseStore
 from graph.terminal import dump_json, markup, say, settings, short_forms
 from memory import caps
+from memory.adding import DEFAULT_ADD_TOPIC, add_memory, cited_nodes
+from memory.branches import BranchView, alternatives
 from memory.caps import CapExceeded
+from memory.completion import writer_for
+from memory.config import ConfigError, MemoryOffError, load_config
+from memory.editing import apply_edits, stage_topics
 from memory.errors import MemoryLayerError
+from memory.forget import forget_session
+from memory.history import diff as history_diff
+from memory.history import export_history, resolve_record
+from memory.history import log as history_log
+from memory.manage import (
+    DEFAULT_GRACE,
+    RecordView,
+    delete_record,
+    export_markdown,
+    purge_expired,
+    record_view,
+    record_views,
+    search_page,
+    undo_delete,
+    workspace_status,
+)
+from memory.organizer import OfflineOrganizer, reorganize
+from memory.pipeline import WritePipeline
+from memory.watcher import IdleWatcher
+from memory.workspace import MemoryWorkspace
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -69,6 +101,17 @@ memory_app = typer.Typer(
 _JSON = Annotated[bool, typer.Option("--json", help="Print JSON (whole ids, RFC 3339 UTC times).")]
 _FULL = Annotated[bool, typer.Option("--full", help="Print whole ids, not their short form.")]
 _RECORD = Annotated[str, typer.Argument(help="Record id, or a unique prefix or suffix of one.")]
+_MODEL = Annotated[
+    str | None,
+    typer.Option(
+        help="The writer: digest (offline), openai:MODEL or anthropic:MODEL"
+        " (default: memory.model in the settings file)."
+    ),
+]
+_BASE_URL = Annotated[
+    str | None,
+    typer.Option(help="An OpenAI-compatible server for openai:MODEL (Ollama, vLLM, LM Studio)."),
+]
 
 
 def _console(stderr: bool = False) -> Console:
@@ -105,8 +148,19 @@ def _memory(
         ),
     ] = None,
 ) -> None:
+    try:
+        config = load_config()
+        config.require_enabled()
+    except (ConfigError, MemoryOffError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from None
     chosen = Path(os.path.expanduser(str(workspace))) if workspace else default_workspace()
-    ctx.obj = {**(ctx.obj or {}), "workspace": chosen, "workspace_arg": workspace}
+    ctx.obj = {
+        **(ctx.obj or {}),
+        "workspace": chosen,
+        "workspace_arg": workspace,
+        "config": config,
+    }
 
 
 def _again(ctx: typer.Context, *command: str) -> str:
@@ -216,8 +270,6 @@ def list_(
     json: _JSON = False,
 ) -> None:
     """List the records with their citations' snippets and source session and node."""
-    from memory.manage import purge_expired, record_views
-
     with _errors():
         ws = _ws(ctx)
         purge_expired(ws)
@@ -278,17 +330,26 @@ def search(
         int, typer.Option(help=f"Results per page (at most {caps.MAX_RESULTS_PER_PAGE}).")
     ] = caps.DEFAULT_RESULTS_PER_PAGE,
     full: _FULL = False,
+    branch: Annotated[
+        str | None,
+        typer.Option(
+            help="'head': only records on their sessions' head branches (not abandoned forks)."
+        ),
+    ] = None,
     json: _JSON = False,
 ) -> None:
     """Search the records lexically (FTS5, best first), one page at a time, with the total."""
     from rich import box
     from rich.table import Table
 
-    from memory.manage import search_page
-
     with _errors():
         ws = _ws(ctx)
-        result = search_page(ws, query, page, per_page)
+        keep = None
+        if branch is not None:
+            if branch != "head":
+                raise ValueError(f"--branch {branch!r}: the only branch filter is 'head'")
+            keep = BranchView(ws, _store(ctx)).on_head_branch
+        result = search_page(ws, query, page, per_page, keep=keep)
         if json:
             _dump(
                 {
@@ -348,8 +409,6 @@ def delete(
 
     The undo hint repeats the ``--db`` and ``-w`` given, so it runs on the same workspace.
     """
-    from memory.manage import DEFAULT_GRACE, delete_record
-
     with _errors():
         grace = DEFAULT_GRACE if grace is None else grace
         if grace < 0:
@@ -369,8 +428,6 @@ def delete(
 @memory_app.command()
 def undo(ctx: typer.Context, record: _RECORD) -> None:
     """Restore a deleted record inside its grace period (same id, timestamps and citations)."""
-    from memory.manage import undo_delete
-
     with _errors():
         rec = undo_delete(_ws(ctx), record)
         say(
@@ -385,10 +442,11 @@ def export(
     output: Annotated[
         Path, typer.Option("--output", "-o", help="Directory to write (created).")
     ] = Path("memory-export"),
+    history: Annotated[
+        bool, typer.Option("--history", help="Also write history.jsonl: every revision.")
+    ] = False,
 ) -> None:
     """Export the Markdown views (topics/**/*.md, core.md) to a directory."""
-    from memory.manage import export_markdown
-
     with _errors():
         if output.exists() and not output.is_dir():
             raise ValueError(f"-o {output}: is a file; give a folder to write the views into")
@@ -396,8 +454,223 @@ def export(
             output.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise ValueError(f"-o {output}: cannot create the folder: {e.strerror or e}") from None
-        files = export_markdown(_ws(ctx), output)
+        ws = _ws(ctx)
+        files = export_markdown(ws, output)
         say(_console(), f"wrote {len(files)} file(s) to {markup(str(output))}")
+        if history:
+            n = export_history(ws.conn, output / "history.jsonl")
+            say(_console(), f"wrote {n} revision(s) to {markup(str(output / 'history.jsonl'))}")
+
+
+@memory_app.command()
+def add(
+    ctx: typer.Context,
+    content: Annotated[str, typer.Argument(help="The statement to save (one paragraph).")],
+    cite: Annotated[
+        list[str] | None,
+        typer.Option(help="A turn it stands on, SESSION/NODE (prefixes or id tails); repeatable."),
+    ] = None,
+    topic: Annotated[
+        str, typer.Option(help="Topic path ('core' for the core block).")
+    ] = DEFAULT_ADD_TOPIC,
+    heading: Annotated[
+        list[str] | None, typer.Option(help="Heading path inside the topic, outermost first.")
+    ] = None,
+    tag: Annotated[list[str] | None, typer.Option(help="A tag; repeatable.")] = None,
+    json: _JSON = False,
+) -> None:
+    """Save a statement by hand through the same validated transaction as a writer's changes.
+
+    Cited turns are archived and cited; with no --cite the record keeps a bare snippet citation.
+    """
+    with _errors():
+        ws = _ws(ctx)
+        nodes = cited_nodes(_store(ctx), cite) if cite else []
+        rec = add_memory(
+            ws, content, cites=nodes, topic=topic, headings=heading or (), tags=tag or ()
+        )
+        if json:
+            _dump(record_view(ws, rec.id).as_json())
+            return
+        _console().print(
+            f"saved {rec.id} in {rec.topic} ({len(nodes)} cited turn(s)); revision {ws.revision}"
+        )
+
+
+@memory_app.command()
+def forget(
+    ctx: typer.Context,
+    session: Annotated[str, typer.Argument(help="Session id, or a unique prefix of one.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    json: _JSON = False,
+) -> None:
+    """Erase what memory holds of a session: its records, citations and archived turns, for good.
+
+    Records citing only the session are deleted, other records lose its citations, and its archived
+    turns are erased (recorded as an erase, without their content). All or nothing; no undo.
+    """
+    with _errors():
+        ws = _ws(ctx)
+        if not yes and not typer.confirm(
+            f"erase everything memory holds of session {session}? this cannot be undone"
+        ):
+            raise ValueError("nothing was erased (confirm, or pass --yes)")
+        report = forget_session(ws, session)
+        if json:
+            _dump(
+                {
+                    "session_id": report.session_id,
+                    "sources": report.sources,
+                    "records_deleted": list(report.records_deleted),
+                    "records_updated": list(report.records_updated),
+                    "tombstones": report.tombstones,
+                    "revision": report.revision,
+                }
+            )
+            return
+        _console().print(
+            f"forgot session {report.session_id}: {report.sources} archived turn(s) erased, "
+            f"{len(report.records_deleted)} record(s) deleted, {len(report.records_updated)} "
+            f"record(s) updated; revision {report.revision}"
+        )
+
+
+def _summary(changes: Any) -> str:
+    counts: dict[str, int] = {}
+    for ch in changes:
+        counts[ch.op] = counts.get(ch.op, 0) + 1
+    return ", ".join(f"{n} {op}" for op, n in sorted(counts.items())) or "no record changed"
+
+
+@memory_app.command()
+def log(
+    ctx: typer.Context,
+    record: Annotated[
+        str | None, typer.Argument(help="Only this record (an id, prefix or suffix; deleted too).")
+    ] = None,
+    limit: Annotated[int, typer.Option(help="At most this many revisions.")] = 50,
+    json: _JSON = False,
+) -> None:
+    """List the revisions, newest first: when, what made them and which records they changed."""
+    with _errors():
+        ws = _ws(ctx)
+        rid = resolve_record(ws.conn, record) if record is not None else None
+        revs = history_log(ws.conn, rid)[: max(1, limit)]
+        if json:
+            _dump(
+                [
+                    {
+                        "workspace_id": r.workspace_id,
+                        "revision": r.revision,
+                        "at": r.at,
+                        "kind": r.kind,
+                        "changes": [
+                            {"record_id": c.record_id, "op": c.op, "record": c.record}
+                            for c in r.changes
+                        ],
+                    }
+                    for r in revs
+                ]
+            )
+            return
+        from rich.box import SIMPLE_HEAD
+        from rich.table import Table
+
+        table = Table(box=SIMPLE_HEAD)
+        for col in ("rev", "when (UTC)", "kind", "changes"):
+            table.add_column(col)
+        for r in revs:
+            rev = (
+                str(r.revision)
+                if r.workspace_id == ws.id
+                else f"{r.workspace_id[-8:]}:{r.revision}"
+            )
+            if rid is not None:
+                (ch,) = r.changes
+                what = ch.op + (f": {ch.record['content']}" if ch.record else "")
+            else:
+                what = _summary(r.changes)
+            table.add_row(rev, _when(r.at), r.kind, markup(what))
+        _console().print(table)
+
+
+@memory_app.command()
+def diff(
+    ctx: typer.Context,
+    old: Annotated[int, typer.Argument(help="The earlier revision.")],
+    new: Annotated[int | None, typer.Argument(help="The later revision (default: now).")] = None,
+    json: _JSON = False,
+) -> None:
+    """Show what differs between two revisions, record by record, with content diffs."""
+    with _errors():
+        ws = _ws(ctx)
+        entries = history_diff(ws.conn, old, new)
+        if json:
+            _dump(
+                [
+                    {"record_id": rid, "what": what, "before": a, "after": b}
+                    for rid, what, a, b, _ in entries
+                ]
+            )
+            return
+        if not entries:
+            _console().print("no differences")
+        for rid, what, a, b, lines in entries:
+            where = (b or a or {}).get("topic", "")
+            _console().print(f"{what} {rid} ({markup(where)})")
+            for line in lines[2:]:
+                _console().print("  " + markup(line), highlight=False)
+
+
+@memory_app.command()
+def restore(
+    ctx: typer.Context,
+    target: Annotated[
+        str, typer.Argument(help="REV (every record) or RECORD@REV (one record, deleted ones too).")
+    ],
+) -> None:
+    """Bring memory (or one record) back to a revision, validated, as a new revision."""
+    with _errors():
+        ws = _ws(ctx)
+        ref, at, rev_text = target.rpartition("@")
+        if not rev_text.isdigit() or (at and not ref):
+            raise ValueError(f"restore target {target!r}: write REV or RECORD@REV (REV a number)")
+        rid = resolve_record(ws.conn, ref) if at else None
+        p = ws.restore_revision(int(rev_text), rid)
+        if not p.changed:
+            _console().print(f"nothing to restore: already as at revision {rev_text}")
+            return
+        _console().print(
+            f"restored to revision {rev_text}: {len(p.created)} created, {len(p.updated)} updated, "
+            f"{len(p.moved)} moved, {len(p.deleted)} deleted; revision {ws.revision}"
+        )
+
+
+@memory_app.command()
+def organize(ctx: typer.Context, json: _JSON = False) -> None:
+    """Run the offline organizer: merge exact duplicates (never alternatives of exclusive forks)."""
+    with _errors():
+        ws = _ws(ctx)
+        result = reorganize(ws, OfflineOrganizer(apart=alternatives(ws, _store(ctx))))
+        if json:
+            _dump(
+                {
+                    "changed_files": result.changed_files,
+                    "updated": list(result.updated),
+                    "deleted": list(result.deleted),
+                    "moved": list(result.moved),
+                    "created": list(result.created),
+                    "revision": result.revision,
+                }
+            )
+            return
+        if not result.changed_files:
+            _console().print("nothing to organize")
+            return
+        _console().print(
+            f"organized: {len(result.deleted)} duplicate(s) merged, {len(result.updated)} record(s) "
+            f"updated; changed {', '.join(result.changed_files)}; revision {result.revision}"
+        )
 
 
 @memory_app.command()
@@ -417,8 +690,6 @@ def edit(
     with the edits is kept, and the command to apply it again once fixed is printed.
     """
     import shutil
-
-    from memory.editing import stage_topics
 
     with _errors():
         ws = _ws(ctx)
@@ -465,7 +736,6 @@ def edit(
 
 
 def _apply(ws: MemoryWorkspace, directory: Path) -> None:
-    from memory.editing import apply_edits
 
     topics, ids = apply_edits(ws, directory)
     console = _console()
@@ -498,11 +768,14 @@ def write(
     sessions: Annotated[
         list[str] | None, typer.Argument(help="Session ids (default: every session owing turns).")
     ] = None,
+    model: _MODEL = None,
+    base_url: _BASE_URL = None,
 ) -> None:
     """Write what the sessions owe this workspace (every live tip, the head first), with progress."""
-    from memory.pipeline import WritePipeline, owed_ids
+    from memory.pipeline import owed_ids
 
     with _errors():
+        writer = writer_for(ctx.obj["config"], model=model, base_url=base_url)
         ws, store = _ws(ctx), _store(ctx)
         if sessions:
             ids = [resolve_session(store, s).id for s in sessions]
@@ -513,7 +786,7 @@ def write(
                 if owed_ids(store, s.id, ws.id) and not is_abandoned(store, s)
             ]
         names = session_short_forms(store)
-        pipeline = WritePipeline(ws, store)
+        pipeline = WritePipeline(ws, store, writer)
         failed = 0
         with _progress() as bar:
             task = bar.add_task("writing memory", total=len(ids))
@@ -553,17 +826,17 @@ def watch(
         float, typer.Option(help="Seconds without new content before a session is written.")
     ] = 30 * 60,
     poll: Annotated[float, typer.Option(help="Seconds between passes.")] = 5 * 60,
+    model: _MODEL = None,
+    base_url: _BASE_URL = None,
 ) -> None:
     """Run the idle watcher in the foreground: a progress line per session, a summary per pass."""
-    from memory.pipeline import WritePipeline
-    from memory.watcher import IdleWatcher
-
     with _errors():
         if idle < 0 or poll <= 0:
             raise ValueError("--idle must be 0 or more seconds and --poll more than 0 seconds")
+        writer = writer_for(ctx.obj["config"], model=model, base_url=base_url)
         ws, store = _ws(ctx), _store(ctx)
         console = _console()
-        pipeline = WritePipeline(ws, store)
+        pipeline = WritePipeline(ws, store, writer)
         bar = _progress()
         state: dict[str, TaskID] = {}
 
@@ -609,8 +882,6 @@ def status(ctx: typer.Context, full: _FULL = False, json: _JSON = False) -> None
     """Show the workspace id, record and source counts, pending turns per session, last failure."""
     from rich import box
     from rich.table import Table
-
-    from memory.manage import purge_expired, workspace_status
 
     with _errors():
         ws, store = _ws(ctx), _store(ctx)

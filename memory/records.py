@@ -78,7 +78,7 @@ class Citation:
     """A record's reference to an archived source."""
 
     source: str
-    """The source id."""
+    """The source id; empty for a bare snippet citation (a person's own save with nothing to cite)."""
     label: str
     """A short local display keyword, kept exactly as the writer gave it (seed 001 section 10)."""
     snippet: str = ""

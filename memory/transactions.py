@@ -15,8 +15,10 @@ Checks, in the order they run:
    secret (``SECRET``, naming the kind and offsets only) and have the required form (``MALFORMED``);
 4. no record that existed is missing afterwards without an explicit ``delete_record`` (``RECORD_LOST``);
 5. every source of the batch is still archived (``SOURCE_MISSING``), every citation the transaction
-   adds or changes names an archived source (``UNKNOWN_SOURCE``; the archive is append-only, so the
-   citations already installed stay valid) and every citation the transaction adds
+   adds or changes names an archived source (``UNKNOWN_SOURCE``; the archive is append-only but for
+   a forgotten session, whose citations go in the same transaction, so the citations already
+   installed stay valid) or is a bare snippet (an empty source id, with a non-empty snippet: a
+   person's own save with nothing to cite), and every citation the transaction adds
    names a source of this batch (``SOURCE_NOT_IN_BATCH``) when the transaction has a batch;
 6. every ``[[topic#^record-id]]`` link names a record that exists afterwards in that topic
    (``DANGLING_LINK``).
@@ -47,7 +49,7 @@ from memory.errors import RejectedError, Rejection
 from memory.records import LINK_RE, Citation, Record
 from memory.secrets import scan
 
-__all__ = ["TOPIC_RE", "Plan", "State", "new_record_id", "plan", "record_links"]
+__all__ = ["TOPIC_RE", "Plan", "State", "new_record_id", "plan", "plan_in_steps", "record_links"]
 
 TOPIC_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*(/[a-z0-9][a-z0-9_-]*)*$")
 """A valid topic path: ``/``-separated segments of lowercase letters, digits, ``_`` and ``-``."""
@@ -179,6 +181,13 @@ def _check_fields(
         _check_text(
             ref.snippet, "snippet", caps.MAX_SNIPPET_CHARS, "MAX_SNIPPET_CHARS", i, one_line=False
         )
+        if not ref.source and not ref.snippet.strip():
+            raise _reject(
+                Rejection.MALFORMED,
+                "a citation without a source needs a snippet (the words it stands on)",
+                field="snippet",
+                change=i,
+            )
     tag_list = list(tags)
     if len(tag_list) > caps.MAX_TAGS:
         raise _reject(
@@ -455,6 +464,36 @@ def _named(changes: ChangeSet) -> list[str]:
     return out
 
 
+def plan_in_steps(
+    state: State,
+    steps: Iterable[ChangeSet],
+    *,
+    archived: Callable[[Collection[str]], set[str]],
+    now: int,
+    make_id: Callable[[], str] = new_record_id,
+) -> Plan:
+    """Validate change sets one after another and return one plan covering all of them.
+
+    For work that is one transaction but may hold more than ``MAX_CHANGES_PER_TRANSACTION`` changes
+    (forgetting a session touches every record citing it): each step is validated by :func:`plan`
+    against the records the previous steps leave, with no batch, and the result is installed as one
+    transaction. ``make_id`` names created records (a restore gives them back their own ids).
+
+    Raises:
+        RejectedError: a step is refused (as by :func:`plan`); nothing is installed.
+    """
+    after = state
+    created: list[str] = []
+    touched: dict[str, None] = {}
+    for step in steps:
+        p = plan(after, step, archived=archived, batch=None, now=now, make_id=make_id)
+        after = p.after
+        created += [rid for rid in p.created if rid in after.records]
+        touched.update(dict.fromkeys(r for r in (*p.updated, *p.moved) if r in after.records))
+    everything = [r for r in touched if r in state.records]
+    return _diff(state, after.copy(), created, everything, now)
+
+
 def _rewrite(
     state: State, ch: RewriteTopic, i: int, now: int, make_id: Callable[[], str], created: list[str]
 ) -> None:
@@ -562,8 +601,10 @@ def _check_citations(
         for rec in changed
         if (old := before.records.get(rec.id)) is None or old.citations != rec.citations
         for c in rec.citations
+        if c.source
     }
-    present = archived(cited)
+    # A citation with no source (an empty id) is a bare snippet: a person's own save.
+    present = archived(cited) | {""}
     allowed = set(batch) if batch is not None else None
     for rec in changed:
         old = before.records.get(rec.id)
@@ -583,7 +624,10 @@ def _check_citations(
                 raise _reject(
                     Rejection.SOURCE_NOT_IN_BATCH,
                     f"record cites source {c.source!r}, which is archived but not evidence of this "
-                    "batch; cite the batch's sources only",
+                    "batch; cite the batch's sources only"
+                    if c.source
+                    else "a citation without a source is a person's own save; a writer cites the "
+                    "batch's sources",
                     record_id=rec.id,
                     source_id=c.source,
                 )

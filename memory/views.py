@@ -40,7 +40,8 @@ Topic file grammar (lines; ``\n`` line ends; UTF-8; the file ends with one newli
 * Footnotes follow the last block, one per citation, grouped by record in block order. ``label`` has
   ``\``, ``[`` and ``]`` escaped with a ``\``; the link target ``source:<source-id>`` carries the
   source's identity (the label is display text only, never the identity); the link title is the
-  snippet as a JSON string literal (``json.loads`` recovers it exactly).
+  snippet as a JSON string literal (``json.loads`` recovers it exactly). A bare snippet citation (a
+  person's own save with no source) has an empty id: ``(source: "the snippet")``.
 * ``[[topic#^record-id]]`` inside content is a link to another record and is left as written.
 
 ``core.md`` is the injected core block, rendered from the ``core`` topic: ``# Core memory``, then each

@@ -6,6 +6,12 @@ that ``updated_at``. A success or a non-retryable failure is recorded durably in
 ``failed``, with the reason) and not tried again until the session gets new content; a retryable failure
 is not recorded, so the next poll tries again. Each attempt emits ``memory.ingest_started`` and
 ``memory.ingest_ended`` (``{session_id, ok, retryable, reason}``) to the event callback.
+
+A session whose head moved to another branch (a rewind, or a fork the head followed: the head seen
+last is no longer on the head's branch) is written at the next poll, idle or not: the branch it left
+is a finished boundary. The heads seen are kept durably in the workspace (table ``watch_heads``), so a
+restarted watcher still notices; a session seen for the first time is only remembered. The outcome and
+its bookkeeping are the same as an idle write's.
 """
 
 from __future__ import annotations
@@ -20,8 +26,17 @@ from typing import Any, Protocol
 from graph.lineage import is_abandoned
 from graph.models import to_micros, utcnow
 from graph.store import BaseStore
+from memory.branches import alternatives
+from memory.errors import MemoryLayerError
+from memory.organizer import (
+    OfflineOrganizer,
+    Organizer,
+    OrganizeResult,
+    OrganizeSchedule,
+    run_if_due,
+)
 from memory.pipeline import FailureReason, WriteFailure
-from memory.workspace import MemoryWorkspace
+from memory.workspace import MemoryWorkspace, _translated
 
 __all__ = ["EventSink", "IdleWatcher", "SessionWriter", "WatchOutcome"]
 
@@ -29,6 +44,10 @@ log = logging.getLogger(__name__)
 
 EventSink = Callable[[str, dict[str, Any]], None]
 """Receives ``(event name, payload)``."""
+
+
+_HEADS = "CREATE TABLE IF NOT EXISTS watch_heads (session_id TEXT PRIMARY KEY, head TEXT NOT NULL)"
+"""The heads the watcher saw last, one per session (an empty head: none)."""
 
 
 class SessionWriter(Protocol):
@@ -62,6 +81,10 @@ class IdleWatcher:
         clock: Returns the current time (aware UTC); injectable for tests.
         on_event: Receives ``memory.ingest_started`` / ``memory.ingest_ended`` events.
         limit: The most recently updated sessions looked at per poll.
+        schedule: When an organizer pass is due (:class:`~memory.organizer.OrganizeSchedule`);
+            None: the loop never organizes.
+        organizer: What plans those passes (default: the offline organizer, keeping alternatives
+            from exclusive branches apart).
     """
 
     def __init__(
@@ -75,6 +98,8 @@ class IdleWatcher:
         clock: Callable[[], datetime] = utcnow,
         on_event: EventSink | None = None,
         limit: int = 1000,
+        schedule: OrganizeSchedule | None = None,
+        organizer: Organizer | None = None,
     ) -> None:
         self.store = store
         self.writer = writer
@@ -84,6 +109,8 @@ class IdleWatcher:
         self.clock = clock
         self.on_event = on_event
         self.limit = limit
+        self.schedule = schedule
+        self.organizer = organizer
 
     def _emit(self, name: str, payload: dict[str, Any]) -> None:
         if self.on_event is None:
@@ -98,11 +125,14 @@ class IdleWatcher:
         cutoff = self.clock() - timedelta(seconds=self.idle)
         outcomes = []
         for session in self.store.sessions(self.limit):
-            if session.updated_at > cutoff or is_abandoned(self.store, session):
-                continue  # not idle yet, or a sub-agent of a rewound node (abandoned work)
+            if is_abandoned(self.store, session):
+                continue  # a sub-agent of a rewound node: abandoned work
+            moved = self._head_moved(session.id, session.head)
+            if session.updated_at > cutoff and not moved:
+                continue  # not idle yet, and its head stayed on the branch it was on
             stamp = to_micros(session.updated_at)
             seen = self.workspace.watch_status(session.id)
-            if seen is not None and seen[0] == stamp:
+            if seen is not None and seen[0] == stamp and not moved:
                 continue
             self._emit("memory.ingest_started", {"session_id": session.id})
             try:
@@ -122,14 +152,70 @@ class IdleWatcher:
                 continue
             status = "done" if ok else "failed"
             self.workspace.set_watch_status(session.id, stamp, status, reason)
+            self._seen_head(session.id, session.head)
             outcomes.append(WatchOutcome(session.id, status, reason))
         return outcomes
+
+    def organize_if_due(self) -> tuple[str, OrganizeResult] | None:
+        """Run an organizer pass when the schedule says one is due; return why and what it did.
+
+        Emits ``memory.organized`` (``{reason, files}``); a refused plan or an unreachable model is
+        logged and emitted as ``memory.organize_failed`` (``{reason, error}``), never raised.
+        """
+        if self.schedule is None:
+            return None
+        try:
+            organizer = self.organizer or OfflineOrganizer(
+                apart=alternatives(self.workspace, self.store)
+            )
+            done = run_if_due(self.workspace, self.schedule, self.clock(), organizer)
+        except MemoryLayerError as e:
+            log.warning("memory organizer pass failed: %s", e)
+            self._emit("memory.organize_failed", {"error": str(e)})
+            return None
+        if done is not None:
+            self._emit("memory.organized", {"reason": done[0], "files": done[1].changed_files})
+        return done
+
+    def _head_moved(self, session_id: str, head: str | None) -> bool:
+        """Whether the head left the branch of the head seen last (remembering growth and firsts)."""
+        c = self.workspace.conn
+        with _translated():
+            c.execute(_HEADS)
+            row = c.execute(
+                "SELECT head FROM watch_heads WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        seen = None if row is None else (row[0] or None)
+        if row is not None and seen == head:
+            return False
+        if row is None or seen is None or self._on_branch(session_id, head, seen):
+            self._seen_head(session_id, head)
+            return False
+        return True
+
+    def _on_branch(self, session_id: str, head: str | None, node: str) -> bool:
+        pred = self.store.index(session_id).pred
+        at = head
+        while at is not None:
+            if at == node:
+                return True
+            at = pred.get(at)
+        return False
+
+    def _seen_head(self, session_id: str, head: str | None) -> None:
+        with self.workspace._txn() as c:
+            c.execute(_HEADS)
+            c.execute(
+                "INSERT OR REPLACE INTO watch_heads (session_id, head) VALUES (?, ?)",
+                (session_id, head or ""),
+            )
 
     def run(self, stop: threading.Event) -> None:
         """Poll every ``poll`` seconds until ``stop`` is set (run it in a thread)."""
         while not stop.is_set():
             try:
                 self.poll_once()
+                self.organize_if_due()
             except Exception:
                 log.exception("memory idle watcher poll failed")
             stop.wait(self.poll)

@@ -19,6 +19,8 @@ Tables of ``memory.db``:
 * ``installs``: one row per install made by the write pipeline (session, node ids), so a pass that
   installed and crashed before marking is recognized and marked instead of written twice;
 * ``watch``: the idle watcher's durable done/failed bookkeeping.
+* ``revisions`` and ``record_versions``: the history (:mod:`memory.history`); ``memory forget`` is the
+  one writer that deletes archived sources (:mod:`memory.forget`).
 
 Durability: the rollback journal (``journal_mode=DELETE``) with ``synchronous=FULL``: a committed install
 survives a process crash and a power loss, and the database file alone is the whole state (so its bytes
@@ -51,9 +53,11 @@ from memory.errors import (
     WorkspaceBusyError,
     WorkspaceStoreError,
 )
+from memory.history import HISTORY_SCHEMA, record_json, record_revision
+from memory.history import restore as history_restore
 from memory.records import CORE_TOPIC, Citation, Record, Source, content_hash, source_id
 from memory.secrets import redacted
-from memory.transactions import Plan, State, plan, record_links
+from memory.transactions import Plan, State, plan, plan_in_steps, record_links
 from memory.views import render_core, render_topic, render_views_dir
 
 __all__ = [
@@ -64,8 +68,14 @@ __all__ = [
     "approx_tokens",
 ]
 
-SCHEMA_VERSION = 1
-"""The workspace schema version this library writes."""
+SCHEMA_VERSION = 2
+"""The workspace schema version this library writes.
+
+Version 2 lets a citation have no source (``citations.source_id`` NULL): a person's own save with
+nothing to cite keeps a bare snippet citation; and it keeps history (the ``revisions`` and
+``record_versions`` tables of :mod:`memory.history`; a migrated workspace's records become its
+``baseline`` versions). Opening a version 1 workspace migrates it in place.
+"""
 
 _FTS = "records_fts"
 
@@ -178,6 +188,43 @@ CREATE TABLE watch (
 """
 
 
+_MIGRATIONS = {
+    2: """
+CREATE TABLE citations_v2 (
+    record_id TEXT NOT NULL REFERENCES records (id),
+    ordinal INTEGER NOT NULL,
+    source_id TEXT REFERENCES sources (id),
+    label TEXT NOT NULL,
+    snippet TEXT NOT NULL,
+    PRIMARY KEY (record_id, ordinal)
+);
+INSERT INTO citations_v2 (record_id, ordinal, source_id, label, snippet)
+    SELECT record_id, ordinal, source_id, label, snippet FROM citations;
+DROP TABLE citations;
+ALTER TABLE citations_v2 RENAME TO citations;
+CREATE INDEX citations_by_source ON citations (source_id);
+"""
+    + HISTORY_SCHEMA
+    + """
+INSERT INTO revisions (workspace_id, revision, at, kind)
+    SELECT (SELECT value FROM meta WHERE key = 'workspace_id'),
+        CAST((SELECT value FROM meta WHERE key = 'revision') AS INTEGER),
+        CAST(strftime('%s', 'now') AS INTEGER) * 1000000, 'baseline'
+    WHERE EXISTS (SELECT 1 FROM records);
+INSERT INTO record_versions (workspace_id, revision, record_id, op, record)
+    SELECT (SELECT value FROM meta WHERE key = 'workspace_id'),
+        CAST((SELECT value FROM meta WHERE key = 'revision') AS INTEGER), r.id, 'baseline',
+        json_object('topic', r.topic, 'headings', json(r.headings), 'position', r.position,
+            'content', r.content, 'tags', json(r.tags), 'time', r.time,
+            'created_at', r.created_at, 'updated_at', r.updated_at,
+            'citations', (SELECT json_group_array(json_array(coalesce(c.source_id, ''), c.label,
+                c.snippet)) FROM (SELECT * FROM citations WHERE record_id = r.id ORDER BY ordinal) c))
+    FROM records r;
+""",
+}
+"""The schema steps after version 1, by the version they reach (each runs in the opening transaction)."""
+
+
 class MemoryWorkspace:
     """A memory workspace at a directory (created when missing).
 
@@ -248,7 +295,8 @@ class MemoryWorkspace:
                         self.conn.execute(stmt)
                     self._set_meta("workspace_id", new_id())
                     self._set_meta("revision", "0")
-                    self._set_meta("schema_version", str(SCHEMA_VERSION))
+                    self._set_meta("schema_version", "1")
+                self._migrate()
                 self._add_redaction_columns()
                 self.ensure_search_index()
         self._refresh_views()
@@ -286,6 +334,24 @@ class MemoryWorkspace:
             self.conn.execute(
                 "ALTER TABLE sources ADD COLUMN redactions TEXT NOT NULL DEFAULT '[]'"
             )
+
+    def _migrate(self) -> None:
+        """Bring the schema up to :data:`SCHEMA_VERSION`, one step at a time, inside the open transaction.
+
+        Raises:
+            WorkspaceStoreError: the workspace was written by a newer library (its schema version is
+                higher than this library's).
+        """
+        version = int(self._meta("schema_version"))
+        if version > SCHEMA_VERSION:
+            raise WorkspaceStoreError(
+                f"workspace {self.path} has schema version {version}, newer than this library's "
+                f"{SCHEMA_VERSION}; upgrade sessiongraph to open it"
+            )
+        for step in range(version + 1, SCHEMA_VERSION + 1):
+            for stmt in _split(_MIGRATIONS[step]):
+                self.conn.execute(stmt)
+            self._set_meta("schema_version", str(step))
 
     def _table_exists(self, name: str) -> bool:
         row = self.conn.execute(
@@ -383,8 +449,61 @@ class MemoryWorkspace:
             self.conn.close()
             os.replace(self.db_path, self.path / f"memory.{old}.db")
             self._open()
+            self._inherit_history(self.path / f"memory.{old}.db")
             self.render_views()
             return self.id
+
+    def _inherit_history(self, old_db: Path) -> None:
+        """Copy the history of a database set aside by :meth:`reset` (and what it inherited)."""
+        with _translated():
+            self.conn.execute("ATTACH DATABASE ? AS old", (str(old_db),))
+            try:
+                tables = {
+                    r[0]
+                    for r in self.conn.execute(
+                        "SELECT name FROM old.sqlite_master WHERE type='table'"
+                    )
+                }
+                if {"revisions", "record_versions"} <= tables:
+                    with self._txn() as c:
+                        c.execute("INSERT OR IGNORE INTO revisions SELECT * FROM old.revisions")
+                        c.execute(
+                            "INSERT OR IGNORE INTO record_versions SELECT * FROM old.record_versions"
+                        )
+            finally:
+                self.conn.execute("DETACH DATABASE old")
+
+    def restore_revision(self, revision: int, record_id: str | None = None) -> Plan:
+        """Bring every record (or one) back to how it was at ``revision``, as a new revision.
+
+        Records missing now are created again with their own ids, changed ones are updated and moved
+        back, and (for a whole revision) records created since are deleted; all through the same
+        validation as any change, recorded in history as a ``restore``.
+
+        Raises:
+            HistoryError: the revision is not in history, or the record did not exist at it.
+            RejectedError: the restored records are refused (a cited source was erased since:
+                ``SOURCE_MISSING``/``UNKNOWN_SOURCE``; a link to a record that is gone); nothing
+                changed.
+            WorkspaceBusyError: another writer holds the lock.
+        """
+        with self.write_lock():
+            base = self.baseline()
+            changes, create_ids = history_restore(
+                self.conn, base.state.records, revision, record_id
+            )
+            ids = iter(create_ids)
+            p = plan_in_steps(
+                base.state,
+                [changes],
+                archived=self._present,
+                now=to_micros(utcnow()),
+                make_id=lambda: next(ids),
+            )
+            if p.changed:
+                self.install(p, base, kind="restore")
+                self.render_views()
+            return p
 
     # ---------------------------------------------------------------- the write lock
 
@@ -585,7 +704,8 @@ class MemoryWorkspace:
         st = State()
         with _translated():
             for rid, src, label, snippet in self.conn.execute(
-                "SELECT record_id, source_id, label, snippet FROM citations ORDER BY record_id, ordinal"
+                "SELECT record_id, coalesce(source_id, ''), label, snippet FROM citations "
+                "ORDER BY record_id, ordinal"
             ):
                 cites.setdefault(rid, []).append(Citation(src, label, snippet))
             for rid, topic, headings, content, tags, tm, created, updated in self.conn.execute(
@@ -681,6 +801,7 @@ class MemoryWorkspace:
         *,
         batch: Collection[str] | None = None,
         within: Callable[[sqlite3.Connection, Plan], None] | None = None,
+        kind: str = "change",
     ) -> Plan:
         """Validate, install and render ``changes`` under the write lock, all or nothing.
 
@@ -691,6 +812,7 @@ class MemoryWorkspace:
             batch: Source ids new citations must come from; None allows any archived source.
             within: Called inside the install transaction with the connection and the plan (the
                 caller's own rows, such as a deletion's tombstone, commit or roll back with it).
+            kind: What the revision is in history (:data:`memory.history.KINDS`).
 
         Returns:
             The installed plan (nothing is installed when ``plan.changed`` is False).
@@ -703,7 +825,7 @@ class MemoryWorkspace:
             base = self.baseline()
             p = self.plan(changes, batch=batch, baseline=base)
             if p.changed:
-                self.install(p, base, within=within)
+                self.install(p, base, within=within, kind=kind)
                 self.render_views()
             return p
 
@@ -715,6 +837,7 @@ class MemoryWorkspace:
         batch_sources: Collection[str] = (),
         journal: tuple[str, Sequence[str]] | None = None,
         within: Callable[[sqlite3.Connection, Plan], None] | None = None,
+        kind: str | None = None,
     ) -> int:
         """Install a validated plan in one transaction and return the new revision.
 
@@ -728,6 +851,8 @@ class MemoryWorkspace:
             batch_sources: The batch's source ids (checked present and intact).
             journal: ``(session_id, node_ids)`` of the batch written, recorded in ``installs``.
             within: Called last inside the transaction with the connection and the plan.
+            kind: What the revision is in history (default ``write`` with a journal, else
+                ``change``); what it changed is recorded there in the same transaction.
 
         Raises:
             RejectedError: ``SOURCE_MISSING`` or ``SOURCE_CHANGED``; nothing installed.
@@ -798,7 +923,7 @@ class MemoryWorkspace:
                     "INSERT INTO citations (record_id, ordinal, source_id, label, snippet) "
                     "VALUES (?, ?, ?, ?, ?)",
                     [
-                        (rid, n, ci.source, ci.label, ci.snippet)
+                        (rid, n, ci.source or None, ci.label, ci.snippet)
                         for n, ci in enumerate(rec.citations)
                     ],
                 )
@@ -818,6 +943,7 @@ class MemoryWorkspace:
                 c.execute("DELETE FROM records WHERE id = ?", (rid,))
             revision += 1
             c.execute("UPDATE meta SET value = ? WHERE key = 'revision'", (str(revision),))
+            record_revision(c, revision, kind or ("write" if journal else "change"), _versions(p))
             if journal is not None:
                 session_id, node_ids = journal
                 c.execute(
@@ -837,7 +963,10 @@ class MemoryWorkspace:
         self, c: sqlite3.Connection, p: Plan, base: Baseline, batch_sources: Collection[str]
     ) -> None:
         cited = {
-            ci.source for rid in (*p.created, *p.updated) for ci in p.after.records[rid].citations
+            ci.source
+            for rid in (*p.created, *p.updated)
+            for ci in p.after.records[rid].citations
+            if ci.source
         }
         wanted = set(batch_sources) | cited
         found = {s.id: s for s in self.sources(wanted)}
@@ -1013,6 +1142,20 @@ class MemoryWorkspace:
                 "VALUES (?, ?, ?, ?, ?)",
                 (session_id, updated_at, status, reason, to_micros(utcnow())),
             )
+
+
+def _versions(p: Plan) -> list[tuple[str, str, dict[str, object] | None]]:
+    """What a plan changes, record by record, as history keeps it."""
+    at = {rid: n for ids in p.after.order.values() for n, rid in enumerate(ids)}
+    out: list[tuple[str, str, dict[str, object] | None]] = []
+    seen: set[str] = set()
+    for op, ids in (("created", p.created), ("updated", p.updated), ("moved", p.moved)):
+        for rid in ids:
+            if rid in p.after.records and rid not in seen:
+                seen.add(rid)
+                out.append((rid, op, record_json(p.after.records[rid], at[rid])))
+    out += [(rid, "deleted", None) for rid in p.deleted]
+    return out
 
 
 def _tags(rec: Record) -> str:
