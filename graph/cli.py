@@ -27,10 +27,10 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from graph import backends
 from graph.errors import GraphError, UnknownSessionError
 from graph.index import KIND_MASK, REWOUND
 from graph.models import Node, SearchHit, Session
-from graph.sqlite_store import SessionStore
 from graph.store import BaseStore
 
 __all__ = [
@@ -55,28 +55,35 @@ console = Console()
 err = Console(stderr=True)
 
 
-def default_db() -> Path:
-    """Return the store path used without ``--db``: ``$SESSIONGRAPH_DB`` or the user data dir."""
+def default_db() -> str:
+    """Return the store used without ``--db``: ``$SESSIONGRAPH_DB`` or a file in the user data dir.
+
+    Either names a SQLite file or a ``postgresql://`` URL (see :func:`graph.backends.open_store`).
+    """
     env = os.environ.get("SESSIONGRAPH_DB")
     if env:
-        return Path(env)
-    return Path(platformdirs.user_data_dir("sessiongraph")) / "sessiongraph.db"
+        return env
+    return str(Path(platformdirs.user_data_dir("sessiongraph")) / "sessiongraph.db")
 
 
 @app.callback()
 def _root(
     ctx: typer.Context,
     db: Annotated[
-        Path | None,
-        typer.Option("--db", help="Store file (default: $SESSIONGRAPH_DB or user data dir)."),
+        str | None,
+        typer.Option(
+            "--db",
+            help="Store: a SQLite file or a postgresql:// URL (default: $SESSIONGRAPH_DB or"
+            " a file in the user data dir).",
+        ),
     ] = None,
 ) -> None:
     ctx.obj = {"db": db or default_db()}
 
 
-def open_store(ctx: typer.Context) -> SessionStore:
-    """Open the store the command line names (``--db``)."""
-    return SessionStore(ctx.obj["db"] if ctx.obj else default_db())
+def open_store(ctx: typer.Context) -> BaseStore:
+    """Open the store the command line names (``--db``: a SQLite file or a PostgreSQL URL)."""
+    return backends.open_store(ctx.obj["db"] if ctx.obj else default_db())
 
 
 def resolve_session(store: BaseStore, ref: str) -> Session:

@@ -20,6 +20,7 @@ Every error derives from :class:`GraphError`; most also derive from the built-in
     ├── CursorBackwardsError (ValueError) stored, requested   (graph.cursors, the reference cursor)
     ├── CodecError (ValueError)          type_name
     └── StoreError                       the translated ``sqlite3`` error is its ``__cause__``
+        ├── StoreBusyError               retryable: another writer holds a lock, or the server is unreachable
         └── SchemaVersionError           expected, got
 
 ``sqlite3`` errors never reach a caller untranslated: the store raises :class:`StoreError` from them.
@@ -41,6 +42,7 @@ __all__ = [
     "NotFoundError",
     "NotOnBranchError",
     "SchemaVersionError",
+    "StoreBusyError",
     "StoreError",
     "UnknownNodeError",
     "UnknownPredecessorError",
@@ -243,6 +245,16 @@ class CodecError(GraphError, ValueError):
 
 class StoreError(GraphError):
     """The database failed (locked, corrupt, read-only, full); the ``sqlite3`` error is the cause."""
+
+
+class StoreBusyError(StoreError):
+    """The database is busy (a lock held past the timeout, a deadlock) or unreachable.
+
+    Nothing was written; the same call may succeed when retried.
+    """
+
+    retryable = True
+    """Always True: waiting and retrying can succeed."""
 
 
 class SchemaVersionError(StoreError):

@@ -7,6 +7,7 @@ cores), ``deep`` (many more examples, for a long local run).
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,9 +37,37 @@ def corpus() -> Path:
     return CORPUS
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+POSTGRES_URL = os.environ.get("SESSIONGRAPH_TEST_POSTGRES", "")
+"""A PostgreSQL database the tests may create schemas in (``.ci/run`` starts one and sets it)."""
+
+
+def postgres_url() -> str:
+    """The test database's URL; skips the test when none is configured (fails in CI instead)."""
+    if not POSTGRES_URL:
+        if os.environ.get("CI"):
+            pytest.fail("CI must set SESSIONGRAPH_TEST_POSTGRES (.ci/run starts PostgreSQL)")
+        pytest.skip("no PostgreSQL: set SESSIONGRAPH_TEST_POSTGRES to a database URL to run these")
+    return POSTGRES_URL
+
+
+def postgres_store(**kw: object) -> Iterator[BaseStore]:
+    """A PostgreSQL store in a fresh schema of the test database, dropped afterwards."""
+    from graph.postgres_store import PostgresSessionStore
+
+    s = PostgresSessionStore(postgres_url(), schema=f"t_{uuid.uuid4().hex[:16]}", **kw)  # type: ignore[arg-type]
+    try:
+        yield s
+    finally:
+        s.drop_schema()
+        s.close()
+
+
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BaseStore]:
-    """Each store twin in turn: the SQLite store on a temporary file, and the in-memory twin."""
+    """Each backend in turn: SQLite on a temporary file, the in-memory twin, PostgreSQL."""
+    if request.param == "postgres":
+        yield from postgres_store()
+        return
     s: BaseStore = (
         SessionStore(tmp_path / "store.db") if request.param == "sqlite" else MemorySessionStore()
     )
