@@ -52,7 +52,6 @@ if TYPE_CHECKING:
 
     from graph.ids import NodeId
     from graph.models import Node, SearchHit, Session, ToolCallBlock
-    from graph.sqlite_store import SessionStore
     from graph.store import BaseStore
 
 __all__ = [
@@ -97,11 +96,16 @@ def _expand(path: str | Path) -> Path:
     return Path(os.path.expanduser(str(path)))
 
 
-def default_db() -> Path:
-    """Return the store path used without ``--db``: ``$SESSIONGRAPH_DB`` (``~`` expanded) or the user data dir."""
+def default_db() -> Path | str:
+    """Return the store used without ``--db``: ``$SESSIONGRAPH_DB`` (``~`` expanded) or the user data dir.
+
+    Either names a SQLite file or a ``postgresql://`` URL (see :func:`graph.backends.open_store`).
+    """
     env = os.environ.get("SESSIONGRAPH_DB")
     if env:
-        return _expand(env)
+        from graph.backends import is_postgres_url
+
+        return env if is_postgres_url(env) else _expand(env)
     import platformdirs
 
     return Path(platformdirs.user_data_dir("sessiongraph")) / "sessiongraph.db"
@@ -119,8 +123,12 @@ def _show_version(value: bool) -> None:
 def _root(
     ctx: typer.Context,
     db: Annotated[
-        Path | None,
-        typer.Option("--db", help="Store file (default: $SESSIONGRAPH_DB or user data dir)."),
+        str | None,
+        typer.Option(
+            "--db",
+            help="Store: a SQLite file or a postgresql:// URL (default: $SESSIONGRAPH_DB or"
+            " a file in the user data dir).",
+        ),
     ] = None,
     quiet: Annotated[
         bool,
@@ -136,23 +144,34 @@ def _root(
     ] = False,
 ) -> None:
     settings.quiet = quiet
-    ctx.obj = {"db": _expand(db) if db else default_db(), "db_arg": db}
+    from graph.backends import is_postgres_url
+
+    target = (db if is_postgres_url(db) else _expand(db)) if db else default_db()
+    ctx.obj = {"db": target, "db_arg": db}
 
 
-def open_store(ctx: typer.Context | None) -> SessionStore:
-    """Open the store the command line names (``--db``).
+def open_store(ctx: typer.Context | None) -> BaseStore:
+    """Open the store the command line names (``--db``: a SQLite file or a ``postgresql://`` URL).
 
     Raises:
-        CommandLineError: the file or its folder cannot be created or opened.
+        CommandLineError: the file or its folder cannot be created or opened, or the database
+            cannot be reached.
     """
+    from graph.backends import is_postgres_url
+    from graph.backends import open_store as open_target
     from graph.errors import StoreError
-    from graph.sqlite_store import SessionStore
 
-    path = ctx.obj["db"] if ctx and ctx.obj else default_db()
+    target = ctx.obj["db"] if ctx and ctx.obj else default_db()
+    if is_postgres_url(target):
+        try:
+            return open_target(str(target))
+        except (StoreError, ImportError) as e:
+            raise CommandLineError("--db", f"cannot open the PostgreSQL store ({e})") from None
+    path = Path(target)
     if path.is_dir():
         raise CommandLineError(f"--db {path}", "is a directory, not a store file")
     try:
-        return SessionStore(path)
+        return open_target(path)
     except OSError as e:
         raise CommandLineError(
             f"--db {path}", f"cannot create its folder: {e.strerror or e}"

@@ -22,6 +22,7 @@ Every error derives from :class:`GraphError`; most also derive from the built-in
     ├── CodecError (ValueError)          type_name
     ├── CommandLineError (ValueError)    what, why   (graph.terminal, a command line mistake)
     └── StoreError                       the translated ``sqlite3`` error is its ``__cause__``
+        ├── StoreBusyError               retryable: another writer holds a lock, or the server is unreachable
         └── SchemaVersionError           expected, got
 
 ``sqlite3`` errors never reach a caller untranslated: the store raises :class:`StoreError` from them.

@@ -7,6 +7,7 @@ cores), ``deep`` (many more examples, for a long local run).
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,21 +48,57 @@ def corpus() -> Path:
     return CORPUS
 
 
-@pytest.fixture(params=["sqlite", "memory"])
-def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
-    """Each store twin in turn, as the contract suites' factory of handles onto one storage.
+POSTGRES_URL = os.environ.get("SESSIONGRAPH_TEST_POSTGRES", "")
+"""A PostgreSQL database the tests may create schemas in (``.ci/run`` starts one and sets it)."""
+
+
+def postgres_url() -> str:
+    """The test database's URL; skips the test when none is configured (fails in CI instead)."""
+    if not POSTGRES_URL:
+        if os.environ.get("CI"):
+            pytest.fail("CI must set SESSIONGRAPH_TEST_POSTGRES (.ci/run starts PostgreSQL)")
+        pytest.skip("no PostgreSQL: set SESSIONGRAPH_TEST_POSTGRES to a database URL to run these")
+    return POSTGRES_URL
+
+
+def postgres_store(**kw: object) -> Iterator[BaseStore]:
+    """A PostgreSQL store in a fresh schema of the test database, dropped afterwards."""
+    from graph.postgres_store import PostgresSessionStore
+
+    s = PostgresSessionStore(postgres_url(), schema=f"t_{uuid.uuid4().hex[:16]}", **kw)  # type: ignore[arg-type]
+    try:
+        yield s
+    finally:
+        s.drop_schema()
+        s.close()
+
+
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
+def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
+    """Each backend in turn, as the contract suites' factory of handles onto one storage.
 
     SQLite: a new connection to one temporary file per call. In-memory: the same store every call.
+    PostgreSQL: a new connection to one fresh schema per call, the schema dropped afterwards.
     """
     if request.param == "sqlite":
-        return lambda: SessionStore(tmp_path / "store.db")
-    shared = MemorySessionStore()
-    return lambda: shared
+        yield lambda: SessionStore(tmp_path / "store.db")
+        return
+    if request.param == "memory":
+        shared = MemorySessionStore()
+        yield lambda: shared
+        return
+    from graph.postgres_store import PostgresSessionStore
+
+    url, schema = postgres_url(), f"t_{uuid.uuid4().hex[:16]}"
+    yield lambda: PostgresSessionStore(url, schema=schema)
+    cleanup = PostgresSessionStore(url, schema=schema)
+    cleanup.drop_schema()
+    cleanup.close()
 
 
 @pytest.fixture
 def store(store_factory: StoreFactory) -> Iterator[BaseStore]:
-    """Each store twin in turn: the SQLite store on a temporary file, and the in-memory twin."""
+    """Each backend in turn: the SQLite store on a temporary file, the in-memory twin, PostgreSQL."""
     s = store_factory()
     yield s
     s.close()

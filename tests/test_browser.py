@@ -187,6 +187,7 @@ def test_footnotes_render_as_numbered_superscripts_without_internal_ids(page: An
     page.goto(f"{page.base}/memory")
     page.locator(".topic-row").first.click()
     doc = page.locator("article.doc.markdown")
+    doc.locator("sup.footnote-ref").first.wait_for(state="visible")  # the topic's page has loaded
     sups = doc.locator("sup.footnote-ref").all_inner_texts()
     assert sups[:3] == ["[1]", "[2]", "[3]"]
     items = doc.locator("section.footnotes ol > li")

@@ -22,7 +22,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted(p for pkg in ("graph", "memory") for p in (ROOT / pkg).rglob("*.py"))
-STORE_MODULES = {"graph/store.py", "graph/sqlite_store.py", "graph/memory_store.py"}
+STORE_MODULES = {
+    "graph/store.py",
+    "graph/sqlite_store.py",
+    "graph/memory_store.py",
+    "graph/postgres_store.py",
+}
 BIT_CONSTANTS = {"KIND_MASK", "ROLE_MASK", "EMPTY", "SCHEDULED", "SIBLING", "REWOUND"}
 BIT_READERS = {"graph/index.py", "graph/walks.py"}
 HAND_DECODING = re.compile(

@@ -17,9 +17,11 @@ Example counts follow the hypothesis profile (``HYPOTHESIS_PROFILE=ci|deep``, te
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 
 import pytest
+from conftest import postgres_url
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import run_state_machine_as_test
@@ -40,10 +42,59 @@ from graph.testing import (
     ops,
 )
 
+_PG_SCHEMAS: list[str] = []
+"""Every schema the PostgreSQL stores of this module were given (dropped when the module ends)."""
+_PG_FREE: list[str] = []
+"""Schemas whose store was closed: emptied and reused, so tables are not created per example."""
+_PG_EXAMPLES = 4
+"""PostgreSQL runs a quarter of the profile's examples: each write costs a few loopback round trips."""
+
+
+def _postgres() -> BaseStore:
+    """A PostgreSQL store on an emptied schema that no open store uses."""
+    from graph.postgres_store import PostgresSessionStore
+
+    class Pooled(PostgresSessionStore):
+        def close(self) -> None:
+            super().close()
+            _PG_FREE.append(str(self.schema))
+
+    if _PG_FREE:
+        store = Pooled(postgres_url(), schema=_PG_FREE.pop())
+        store.conn.execute("TRUNCATE sessions, nodes, covers, marks, rewound")
+        return store
+    _PG_SCHEMAS.append(f"t_{uuid.uuid4().hex[:16]}")
+    return Pooled(postgres_url(), schema=_PG_SCHEMAS[-1])
+
+
+def _examples(name: str) -> int:
+    n = settings().max_examples
+    return max(10, n // _PG_EXAMPLES) if name == "postgres" else n
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _drop_postgres_schemas() -> Iterator[None]:
+    yield
+    from graph.postgres_store import PostgresSessionStore
+
+    for schema in _PG_SCHEMAS:
+        cleanup = PostgresSessionStore(postgres_url(), schema=schema)
+        cleanup.drop_schema()
+        cleanup.close()
+
+
 STORES: dict[str, Callable[[], BaseStore]] = {
     "sqlite": lambda: SessionStore(":memory:"),
     "memory": MemorySessionStore,
+    "postgres": _postgres,
 }
+
+
+@pytest.fixture(autouse=True)
+def _needs_postgres(request: pytest.FixtureRequest) -> None:
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None and callspec.params.get("name") == "postgres":
+        postgres_url()  # skips (locally) or fails (in CI) without a server
 
 
 def _run(ops_: list[Op], factory: Callable[[], BaseStore], cursor: str = "marker") -> History:
@@ -67,14 +118,18 @@ def test_marker_walk_matches_the_oracle_stateful(name: str) -> None:
             super().__init__()
             runs.append(1)
 
-    run_state_machine_as_test(Counted, settings=settings())
-    print(f"\nstateful[{name}]: {len(runs)} histories run (max_examples={settings().max_examples})")
+    run_state_machine_as_test(Counted, settings=settings(max_examples=_examples(name)))
+    print(f"\nstateful[{name}]: {len(runs)} histories run (max_examples={_examples(name)})")
 
 
 @pytest.mark.parametrize("name", sorted(STORES))
-@given(ops_=operations())
-def test_marker_walk_matches_the_oracle_programs(name: str, ops_: list[Op]) -> None:
-    _run(ops_, STORES[name])
+def test_marker_walk_matches_the_oracle_programs(name: str) -> None:
+    @settings(max_examples=_examples(name))
+    @given(ops_=operations())
+    def program(ops_: list[Op]) -> None:
+        _run(ops_, STORES[name])
+
+    program()
 
 
 def _falsifies(ops_: list[Op]) -> bool:

@@ -84,7 +84,8 @@ def serve(
             "needs the token",
             err=True,
         )
-    typer.echo(f"sessiongraph serving {store.path} at {url}")
+    where = getattr(store, "path", None) or "the PostgreSQL store"
+    typer.echo(f"sessiongraph serving {where} at {url}")
     typer.echo("Ctrl-C stops it.")
     sys.stdout.flush()
     if open_browser:

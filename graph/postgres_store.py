@@ -1,0 +1,635 @@
+"""The session store on PostgreSQL, for when one machine is not enough (psycopg 3).
+
+Every operation, validation and typed error is :class:`~graph.store.BaseStore`'s, as for SQLite; this
+module holds only the persistence primitives. Install with ``pip install 'sessiongraph[postgres]'``
+and open with ``PostgresSessionStore("postgresql://user:pass@host/db")`` or
+:func:`graph.open_store` on the same URL (the command line's ``--db`` and ``$SESSIONGRAPH_DB`` take
+it too).
+
+Concurrency: any number of processes and machines may write one database. A write transaction that
+touches a session first locks that session's row (``SELECT ... FOR UPDATE``) and only then reads the
+session's index and validates, so writers of one session are serialized: an append after the head,
+a compare-and-swap head move, a rewind or a batch of markers is checked against everything committed
+before it, and the marker prefix rule holds. Writers of different sessions do not wait for each
+other. Row locks were chosen over serializable transactions because every write already starts from
+one session row, so they serialize exactly what conflicts, and nothing needs to be retried by the
+caller when two writers meet. A lock held past ``lock_timeout`` seconds, a deadlock or a lost
+connection is :class:`~graph.errors.StoreBusyError` (``retryable``); nothing was written.
+
+Change tracking: each write bumps the session's ``rev`` under that lock and stamps the rows it writes
+(nodes, markers, rewound stamps) with it, so revisions are committed in order per session. Another
+process's writes are picked up by reading, in one snapshot, the session's ``rev`` and the rows
+stamped after the revision the cached index last saw: a refresh reads only what changed.
+
+Full-text search: each node's indexed text (see :mod:`graph.search`) is stored as a ``tsvector`` of
+the same folded tokens the SQLite store indexes, with the ``simple`` configuration and a GIN index;
+queries are rendered to ``tsquery`` from the parsed terms, so nothing a user types is SQL or query
+syntax. The rank is ``-ts_rank``: lower is a better match, as with SQLite's bm25.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from graph.codec import decode, decode_content, encode
+from graph.errors import (
+    DuplicateSessionError,
+    SchemaVersionError,
+    StoreBusyError,
+    StoreError,
+    UnknownSessionError,
+)
+from graph.ids import NodeId, SessionId
+from graph.index import SessionIndex, is_summary_bits, kind_of_bits, role_of_bits
+from graph.models import SearchHit, Session, from_micros, to_micros
+from graph.search import (
+    RANKED_CANDIDATES,
+    Query,
+    Term,
+    indexed_text,
+    make_snippet,
+    split_marked,
+    tokens,
+)
+from graph.store import KEEP_ALL, BaseStore, NodeRow, SessionFilter, paused_gc
+
+try:
+    import psycopg
+    from psycopg import errors as pg_errors
+except ImportError as e:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "the PostgreSQL store needs psycopg 3: pip install 'sessiongraph[postgres]'"
+    ) from e
+
+__all__ = ["SCHEMA_VERSION", "PostgresSessionStore"]
+
+SCHEMA_VERSION = 1
+"""The schema version this module writes; recorded in the ``meta`` table."""
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    title TEXT NOT NULL DEFAULT '',
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    head TEXT,
+    rev BIGINT NOT NULL DEFAULT 0,
+    spawned_from TEXT,
+    parent_session TEXT,
+    metadata BYTEA NOT NULL,
+    runtime TEXT,
+    project TEXT
+);
+CREATE INDEX sessions_by_update ON sessions (updated_at DESC, id DESC);
+CREATE INDEX sessions_by_parent ON sessions (parent_session);
+CREATE INDEX sessions_by_runtime ON sessions (runtime, updated_at);
+CREATE INDEX sessions_by_project ON sessions (project);
+CREATE TABLE nodes (
+    ord BIGSERIAL,
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    predecessor TEXT,
+    bits INTEGER NOT NULL,
+    created_at BIGINT NOT NULL,
+    content BYTEA NOT NULL,
+    metadata BYTEA NOT NULL,
+    rev BIGINT NOT NULL,
+    said TSVECTOR
+);
+CREATE INDEX nodes_walk ON nodes (session_id, rev, ord) INCLUDE (id, predecessor, bits);
+CREATE INDEX nodes_said ON nodes USING GIN (said);
+CREATE TABLE covers (
+    summary_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    node_id TEXT NOT NULL,
+    PRIMARY KEY (summary_id, position)
+);
+CREATE TABLE marks (
+    session_id TEXT NOT NULL,
+    node_id TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    value TEXT NOT NULL,
+    rev BIGINT NOT NULL,
+    PRIMARY KEY (node_id, provider, value)
+);
+CREATE INDEX marks_by_session ON marks (session_id, rev);
+CREATE TABLE rewound (
+    session_id TEXT NOT NULL,
+    node_id TEXT PRIMARY KEY,
+    rev BIGINT NOT NULL
+);
+CREATE INDEX rewound_by_session ON rewound (session_id, rev);
+"""
+
+_SESSION_COLUMNS = "id, title, created_at, updated_at, head, spawned_from, parent_session, metadata"
+_BUSY = (
+    pg_errors.LockNotAvailable,
+    pg_errors.DeadlockDetected,
+    pg_errors.SerializationFailure,
+    pg_errors.QueryCanceled,
+    psycopg.OperationalError,
+)
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+
+@contextmanager
+def _translated() -> Iterator[None]:
+    try:
+        yield
+    except _BUSY as e:
+        raise StoreBusyError(f"postgresql: {e}".strip()) from e
+    except psycopg.Error as e:
+        raise StoreError(f"postgresql: {e}".strip()) from e
+
+
+def _said(text: str) -> str:
+    """The indexed text as the folded tokens ``to_tsvector('simple', ...)`` receives."""
+    return " ".join(tokens(text))
+
+
+def _tsquery(query: Query) -> str:
+    """Render parsed terms as ``tsquery`` text; tokens are letters and digits, so quoting is safe."""
+
+    def phrase(t: Term) -> str:
+        words = [f"'{w}'" for w in t.words]
+        if t.prefix:
+            words[-1] += ":*"
+        body = " <-> ".join(words)
+        return f"({body})" if len(words) > 1 else body
+
+    positive = " & ".join(phrase(t) for t in query.positive)
+    negative = "".join(f" & !{phrase(t)}" for t in query.terms if t.negated)
+    return f"({positive}){negative}"
+
+
+class PostgresSessionStore(BaseStore):
+    """The session store on a PostgreSQL database.
+
+    Args:
+        url: A libpq connection URL or string (``postgresql://user:pass@host:5432/db``).
+        schema: A schema to keep the tables in (created when missing): lets several stores, or
+            test runs, share one database. Lowercase letters, digits and ``_``. None: the
+            connection's ``search_path``.
+        lock_timeout: Seconds to wait for another writer's lock before :class:`StoreBusyError`.
+
+    Raises:
+        StoreBusyError: the server cannot be reached (retryable).
+        StoreError: the connection is refused for another reason, or ``schema`` is not a valid name.
+        SchemaVersionError: the database was written by a newer version.
+    """
+
+    def __init__(self, url: str, *, schema: str | None = None, lock_timeout: float = 5.0) -> None:
+        super().__init__()
+        if schema is not None and not _SCHEMA_NAME.fullmatch(schema):
+            raise StoreError(f"postgresql: {schema!r} is not a schema name ([a-z_][a-z0-9_]*)")
+        self.url = url
+        self.schema = schema
+        with _translated():
+            self.conn = psycopg.connect(url, autocommit=True)
+            self.conn.execute(f"SET lock_timeout = {int(lock_timeout * 1000)}")
+            if schema is not None:
+                self.conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+                self.conn.execute(f"SET search_path = {schema}")
+            self._migrate()
+
+    # ---------------------------------------------------------------- schema
+
+    def _migrate(self) -> None:
+        with self.conn.transaction():
+            # One migrating process at a time; the others wait and then find the schema current.
+            self.conn.execute("SELECT pg_advisory_xact_lock(hashtext('sessiongraph schema'))")
+            exists = self.conn.execute("SELECT to_regclass('meta') IS NOT NULL").fetchone()
+            version = 0
+            if exists and exists[0]:
+                row = self.conn.execute(
+                    "SELECT value FROM meta WHERE key = 'schema_version'"
+                ).fetchone()
+                version = int(row[0]) if row else 0
+            if version > SCHEMA_VERSION:
+                raise SchemaVersionError(SCHEMA_VERSION, version)
+            if version < 1:
+                self.conn.execute(_SCHEMA)
+                self.conn.execute(
+                    "INSERT INTO meta (key, value) VALUES ('schema_version', %s)",
+                    (str(SCHEMA_VERSION),),
+                )
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version recorded in the database."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        return int(row[0]) if row else 0
+
+    # ---------------------------------------------------------------- transactions
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Open a transaction, or a savepoint inside an open one (the caller's is never committed).
+
+        Raises:
+            StoreBusyError: a lock wait timed out, a deadlock was broken, or the connection was lost.
+            StoreError: another database failure.
+        """
+        try:
+            with _translated(), self.conn.transaction():
+                yield
+        except BaseException:
+            self._forget()
+            raise
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.conn.close()
+
+    def drop_schema(self) -> None:
+        """Drop this store's schema and everything in it (for tests and teardown)."""
+        if self.schema is None:
+            raise StoreError("postgresql: drop_schema needs a store opened with schema=")
+        with _translated():
+            self.conn.execute(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
+
+    # ---------------------------------------------------------------- the index
+
+    def _index(self, session_id: str) -> SessionIndex:
+        """The session's index, brought up to date; inside a transaction, its row locked first.
+
+        Locking the session row before reading makes a write transaction validate against every
+        write committed before it (see the module docstring).
+
+        Raises:
+            UnknownSessionError: no such session.
+        """
+        if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            with _translated():
+                if (
+                    self.conn.execute(
+                        "SELECT 1 FROM sessions WHERE id = %s FOR UPDATE", (session_id,)
+                    ).fetchone()
+                    is None
+                ):
+                    raise UnknownSessionError(session_id)
+        return super()._index(session_id)
+
+    def _db_changed(self) -> bool:
+        return True  # one indexed read of the session's rev decides (in _db_catch_up)
+
+    def _db_catch_up(self, index: SessionIndex) -> None:
+        with _translated():
+            if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                self._catch_up(index)  # the caller's transaction holds the session's row lock
+                return
+            row = self.conn.execute(
+                "SELECT rev FROM sessions WHERE id = %s", (index.session_id,)
+            ).fetchone()
+            if row is None:
+                raise UnknownSessionError(index.session_id)
+            if row[0] == index.rev and (index.pred or row[0] == 0):
+                return  # nothing changed: one indexed read
+            # The session's rev and the rows stamped up to it, read in one snapshot.
+            self.conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            try:
+                with self.conn.transaction():
+                    self._catch_up(index)
+            finally:
+                self.conn.isolation_level = None
+
+    def _catch_up(self, index: SessionIndex) -> None:
+        c = self.conn
+        sid = index.session_id
+        row = c.execute("SELECT rev, head FROM sessions WHERE id = %s", (sid,)).fetchone()
+        if row is None:
+            raise UnknownSessionError(sid)
+        rev, head = row
+        if rev == index.rev and (index.pred or rev == 0):
+            return
+        seen = index.rev if index.pred else -1
+        full = not index.pred
+        with paused_gc(full):
+            summaries: list[str] = []
+            pred, bits = index.pred, index.bits
+            for nid, p, b in c.execute(
+                "SELECT id, predecessor, bits FROM nodes WHERE session_id = %s AND rev > %s"
+                " ORDER BY rev, ord",
+                (sid, seen),
+            ):
+                if nid in pred:
+                    continue
+                if full:
+                    pred[nid] = p
+                    bits[nid] = b
+                else:
+                    index.add(nid, p, b)
+                if is_summary_bits(b):
+                    summaries.append(nid)
+            if summaries:
+                got: dict[str, list[str]] = {}
+                for s, n in c.execute(
+                    "SELECT summary_id, node_id FROM covers WHERE summary_id = ANY(%s)"
+                    " ORDER BY summary_id, position",
+                    (summaries,),
+                ):
+                    got.setdefault(s, []).append(n)
+                for s, ns in got.items():
+                    index.covers[s] = tuple(ns)
+            for nid, provider, value in c.execute(
+                "SELECT node_id, provider, value FROM marks WHERE session_id = %s AND rev > %s"
+                " ORDER BY rev",
+                (sid, seen),
+            ):
+                index.add_marks(provider, value, (nid,))
+            stamped = [
+                r[0]
+                for r in c.execute(
+                    "SELECT node_id FROM rewound WHERE session_id = %s AND rev > %s",
+                    (sid, seen),
+                )
+            ]
+            index.stamp_rewound(stamped)
+        index.rev, index.head = rev, head
+
+    # ---------------------------------------------------------------- sessions
+
+    def _session(self, row: tuple[Any, ...]) -> Session:
+        sid, title, created, updated, head, spawned_from, parent, meta = row
+        return Session.model_construct(
+            id=SessionId(sid),
+            title=title or "",
+            created_at=from_micros(created),
+            updated_at=from_micros(updated),
+            head=NodeId(head) if head else None,
+            metadata=decode(bytes(meta)) if meta else {},
+            spawned_from=NodeId(spawned_from) if spawned_from else None,
+            parent_session=SessionId(parent) if parent else None,
+        )
+
+    def _db_session(self, session_id: str) -> Session:
+        with _translated():
+            row = self.conn.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = %s", (session_id,)
+            ).fetchone()
+        if row is None:
+            raise UnknownSessionError(session_id)
+        return self._session(row)
+
+    @staticmethod
+    def _filter(keep: SessionFilter, table: str = "sessions") -> tuple[list[str], list[Any]]:
+        where: list[str] = []
+        params: list[Any] = []
+        if keep.runtime is not None:
+            where.append(f"{table}.runtime = %s")
+            params.append(keep.runtime)
+        if keep.project is not None:
+            root = keep.project.rstrip("/") or "/"
+            prefix = root if root == "/" else root + "/"
+            where.append(f"({table}.project = %s OR left({table}.project, %s) = %s)")
+            params += [root, len(prefix), prefix]
+        return where, params
+
+    def _db_sessions(
+        self, limit: int | None, parent: str | None, keep: SessionFilter = KEEP_ALL
+    ) -> list[Session]:
+        where, params = self._filter(keep)
+        if parent is not None:
+            where.append("parent_session = %s")
+            params.append(parent)
+        if keep.since is not None:
+            where.append("updated_at >= %s")
+            params.append(keep.since)
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        params.append(limit)
+        with _translated():
+            rows = self.conn.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions {clause}"
+                " ORDER BY updated_at DESC, id DESC LIMIT %s",
+                params,
+            ).fetchall()
+        return [self._session(r) for r in rows]
+
+    def _db_insert_session(self, session: Session) -> None:
+        try:
+            with self.conn.transaction():
+                self.conn.execute(
+                    "INSERT INTO sessions (id, title, created_at, updated_at, head, rev,"
+                    " spawned_from, parent_session, metadata, runtime, project)"
+                    " VALUES (%s, %s, %s, %s, NULL, 0, %s, %s, %s, %s, %s)",
+                    (
+                        session.id,
+                        session.title,
+                        to_micros(session.created_at),
+                        to_micros(session.updated_at),
+                        session.spawned_from,
+                        session.parent_session,
+                        encode(dict(session.metadata)),
+                        *self._origin(session.metadata, session.parent_session),
+                    ),
+                )
+        except pg_errors.UniqueViolation as e:
+            raise DuplicateSessionError(session.id) from e
+        except _BUSY as e:
+            raise StoreBusyError(f"postgresql: {e}") from e
+        except psycopg.Error as e:
+            raise StoreError(f"postgresql: {e}") from e
+
+    def _db_set_session_info(
+        self, session_id: str, title: str | None, metadata: dict[str, Any] | None
+    ) -> None:
+        with _translated():
+            if title is not None:
+                self.conn.execute(
+                    "UPDATE sessions SET title = %s WHERE id = %s", (title, session_id)
+                )
+            if metadata is not None:
+                row = self.conn.execute(
+                    "SELECT parent_session FROM sessions WHERE id = %s", (session_id,)
+                ).fetchone()
+                self.conn.execute(
+                    "UPDATE sessions SET metadata = %s, runtime = %s, project = %s WHERE id = %s",
+                    (
+                        encode(metadata),
+                        *self._origin(metadata, row[0] if row else None),
+                        session_id,
+                    ),
+                )
+
+    def _bump(self, session_id: str) -> int:
+        row = self.conn.execute(
+            "UPDATE sessions SET rev = rev + 1 WHERE id = %s RETURNING rev", (session_id,)
+        ).fetchone()
+        if row is None:
+            raise UnknownSessionError(session_id)
+        return int(row[0])
+
+    def _db_update_session(self, session_id: str, head: str | None, updated_at: int | None) -> int:
+        with _translated():
+            row = self.conn.execute(
+                "UPDATE sessions SET head = %s, rev = rev + 1,"
+                " updated_at = greatest(updated_at, coalesce(%s, updated_at))"
+                " WHERE id = %s RETURNING rev",
+                (head, updated_at, session_id),
+            ).fetchone()
+        if row is None:
+            raise UnknownSessionError(session_id)
+        return int(row[0])
+
+    # ---------------------------------------------------------------- nodes, markers, stamps
+
+    def _db_insert_nodes(self, rows: Sequence[NodeRow]) -> None:
+        with _translated():
+            rev = self._bump(rows[0].session_id)
+            with self.conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO nodes (id, session_id, predecessor, bits, created_at, content,"
+                    " metadata, rev, said) VALUES (%s, %s, %s, %s, %s, %s, %s, %s,"
+                    " CASE WHEN %s = '' THEN NULL ELSE to_tsvector('simple', %s) END)",
+                    [(*r[:7], rev, said, said) for r in rows for said in (_said(r.text),)],
+                )
+                links = [(r.id, i, c) for r in rows for i, c in enumerate(r.covers)]
+                if links:
+                    cur.executemany(
+                        "INSERT INTO covers (summary_id, position, node_id) VALUES (%s, %s, %s)",
+                        links,
+                    )
+
+    def _db_rows(self, ids: Sequence[str]) -> dict[str, NodeRow]:
+        out: dict[str, NodeRow] = {}
+        if not ids:
+            return out
+        summaries: list[str] = []
+        with _translated():
+            for r in self.conn.execute(
+                "SELECT id, session_id, predecessor, bits, created_at, content, metadata"
+                " FROM nodes WHERE id = ANY(%s)",
+                (list(ids),),
+            ):
+                out[r[0]] = NodeRow(r[0], r[1], r[2], r[3], r[4], bytes(r[5]), bytes(r[6]), ())
+                if is_summary_bits(r[3]):
+                    summaries.append(r[0])
+            if summaries:
+                got: dict[str, list[str]] = {}
+                for s, n in self.conn.execute(
+                    "SELECT summary_id, node_id FROM covers WHERE summary_id = ANY(%s)"
+                    " ORDER BY summary_id, position",
+                    (summaries,),
+                ):
+                    got.setdefault(s, []).append(n)
+                for s, ns in got.items():
+                    out[s] = out[s]._replace(covers=tuple(ns))
+        return out
+
+    def _db_insert_marks(
+        self, session_id: str, provider: str, value: str, ids: Sequence[str]
+    ) -> int:
+        with _translated():
+            rev = self._bump(session_id)
+            with self.conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO marks (session_id, node_id, provider, value, rev)"
+                    " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (node_id, provider, value) DO NOTHING",
+                    [(session_id, n, provider, value, rev) for n in ids],
+                )
+            return rev
+
+    def _db_insert_rewound(self, session_id: str, ids: Sequence[str]) -> None:
+        with _translated():
+            rev = self._bump(session_id)
+            with self.conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO rewound (session_id, node_id, rev) VALUES (%s, %s, %s)"
+                    " ON CONFLICT (node_id) DO NOTHING",
+                    [(session_id, n, rev) for n in ids],
+                )
+
+    def _db_has_session(self, session_id: str) -> bool:
+        with _translated():
+            row = self.conn.execute(
+                "SELECT 1 FROM sessions WHERE id = %s", (session_id,)
+            ).fetchone()
+        return row is not None
+
+    def _db_locate(self, ids: Sequence[str]) -> dict[str, str]:
+        if not ids:
+            return {}
+        with _translated():
+            rows = self.conn.execute(
+                "SELECT id, session_id FROM nodes WHERE id = ANY(%s)", (list(ids),)
+            ).fetchall()
+        return {str(n): str(s) for n, s in rows}
+
+    def _db_node_count(self, session_id: str) -> int:
+        with _translated():
+            if not self._db_has_session(session_id):
+                raise UnknownSessionError(session_id)
+            row = self.conn.execute(
+                "SELECT count(*) FROM nodes WHERE session_id = %s", (session_id,)
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    def _db_delete_sessions(self, session_ids: Sequence[str]) -> None:
+        ids = list(session_ids)
+        with _translated():
+            for sid in ids:
+                self._bump(sid)  # locks each row first: no writer of these sessions in between
+            c = self.conn
+            c.execute(
+                "DELETE FROM covers WHERE summary_id IN"
+                " (SELECT id FROM nodes WHERE session_id = ANY(%s))",
+                (ids,),
+            )
+            for table in ("marks", "rewound", "nodes"):
+                c.execute(f"DELETE FROM {table} WHERE session_id = ANY(%s)", (ids,))
+            c.execute("DELETE FROM sessions WHERE id = ANY(%s)", (ids,))
+
+    # ---------------------------------------------------------------- search
+
+    def _db_search(
+        self,
+        query: Query,
+        sessions: Sequence[str] | None,
+        keep: SessionFilter,
+        limit: int,
+        offset: int,
+    ) -> list[SearchHit]:
+        where, params = self._filter(keep, "s")
+        if sessions is not None:
+            where.append("n.session_id = ANY(%s)")
+            params.append(list(sessions))
+        if keep.since is not None:
+            where.append("n.created_at >= %s")
+            params.append(keep.since)
+        clause = "".join(f" AND {w}" for w in where)
+        sql = (
+            "WITH q AS (SELECT to_tsquery('simple', %s) AS q),"
+            " c AS (SELECT n.ord, n.id, n.session_id, n.created_at, n.bits, n.content,"
+            " -ts_rank(n.said, q.q) AS rank FROM nodes n JOIN sessions s ON s.id = n.session_id,"
+            f" q WHERE n.said @@ q.q{clause} ORDER BY n.ord DESC LIMIT %s)"
+            " SELECT c.id, c.session_id, c.created_at, c.bits, c.content, c.rank,"
+            " EXISTS (SELECT 1 FROM rewound r WHERE r.node_id = c.id)"
+            " FROM c ORDER BY c.rank, c.ord LIMIT %s OFFSET %s"
+        )
+        with _translated():
+            rows = self.conn.execute(
+                sql, [_tsquery(query), *params, RANKED_CANDIDATES, limit, offset]
+            ).fetchall()
+        hits = []
+        for nid, sid, created, bits, content, rank, rewound in rows:
+            kind = kind_of_bits(bits)
+            text = indexed_text(kind, decode_content(bytes(content)))
+            snippet, spans = split_marked(make_snippet(query, text))
+            hits.append(
+                SearchHit.model_construct(
+                    session_id=SessionId(sid),
+                    node_id=NodeId(nid),
+                    created_at=from_micros(created),
+                    kind=kind,
+                    role=role_of_bits(bits),
+                    snippet=snippet,
+                    spans=spans,
+                    rank=float(rank),
+                    rewound=bool(rewound),
+                )
+            )
+        return hits
