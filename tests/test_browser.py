@@ -284,7 +284,8 @@ def test_a_stale_core_save_is_refused_and_the_draft_kept(
     page.locator("#core-editor button[type=submit]").click()
     status = page.locator("#core-status")
     status.wait_for()
-    page.wait_for_function("document.getElementById('core-status').textContent.includes('STALE')")
+    # The page's CSP forbids eval, so wait on the element rather than with wait_for_function.
+    page.locator("#core-status", has_text="STALE").wait_for(state="visible")
     assert "draft is kept" in status.inner_text()
     assert editor.input_value() == draft
     core = api(page, "GET", "/api/memory/core")["body"]
