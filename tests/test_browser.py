@@ -157,6 +157,7 @@ def test_the_example_session_page_shows_fork_rewind_summary_and_subagent(page: A
     # the sub-agent, linked both ways
     page.locator("a.spawn").first.click()
     page.wait_for_url("**sidechain**")
+    page.wait_for_load_state("load")
     assert "Find every caller" in page.locator("h1").inner_text()
     page.locator(".spawned-from a").click()
     page.wait_for_url(f"**/sessions/{SESSION}")
@@ -169,7 +170,7 @@ def test_the_memory_page_shows_its_four_sections(page: Any) -> None:
     topic_rows = page.locator(".topic-row")
     assert topic_rows.count() == 2 and "core" not in topic_rows.all_inner_texts()
     topic_rows.first.click()
-    assert "records" in page.locator(".content-head .meta").inner_text()
+    page.locator(".content-head .meta", has_text="records").wait_for(state="visible")
     page.goto(f"{page.base}/memory?section=timeline")
     assert page.locator("details.year summary").first.inner_text().startswith("2025")
     assert page.locator(".day-row").first.inner_text().startswith("2025-11-03")
@@ -337,6 +338,7 @@ def test_at_375_px_nothing_overlaps(browser: Any, server: tuple[str, Path], tmp_
         if SHOTS is not None:
             shot(pg, "memory-topic-375")
         pg.locator(".back").click()
+        pg.locator(".mem-side").wait_for(state="visible")  # the back link loads the list's page
         assert pg.locator(".mem-side").is_visible()
         for url in (
             "/memory?section=core",
