@@ -15,20 +15,17 @@ from contextlib import contextmanager
 from typing import Any
 
 from graph.errors import DuplicateSessionError, UnknownSessionError
-from graph.ids import NodeId, SessionId
-from graph.index import SessionIndex, kind_of_bits, role_of_bits
+from graph.index import SessionIndex
 from graph.models import SearchHit, Session, from_micros, to_micros
 from graph.search import (
     RANKED_CANDIDATES,
     Query,
     bm25,
     doc_freqs,
-    make_snippet,
     matches,
-    split_marked,
     tokens,
 )
-from graph.store import KEEP_ALL, BaseStore, NodeRow, SessionFilter
+from graph.store import KEEP_ALL, BaseStore, NodeRow, SessionFilter, search_hit
 
 __all__ = ["MemorySessionStore"]
 
@@ -157,23 +154,21 @@ class MemorySessionStore(BaseStore):
         found = found[-RANKED_CANDIDATES:]  # the newest matches, as the SQLite store ranks
         ranked = [(bm25(query, toks, freqs, len(indexed), avg), seq, r) for seq, r, toks in found]
         ranked.sort(key=lambda f: (f[0], f[1]))
-        hits = []
-        for rank, _, r in ranked[offset : offset + limit]:
-            snippet, spans = split_marked(make_snippet(query, r.text))
-            hits.append(
-                SearchHit.model_construct(
-                    session_id=SessionId(r.session_id),
-                    node_id=NodeId(r.id),
-                    created_at=from_micros(r.created_at),
-                    kind=kind_of_bits(r.bits),
-                    role=role_of_bits(r.bits),
-                    snippet=snippet,
-                    spans=spans,
-                    rank=rank,
-                    rewound=r.id in self._rewound[r.session_id],
-                )
+        return [
+            search_hit(
+                query,
+                (
+                    r.id,
+                    r.session_id,
+                    r.created_at,
+                    r.bits,
+                    r.content,
+                    rank,
+                    r.id in self._rewound[r.session_id],
+                ),
             )
-        return hits
+            for rank, _, r in ranked[offset : offset + limit]
+        ]
 
     def _db_insert_session(self, session: Session) -> None:
         if session.id in self._sessions:

@@ -34,7 +34,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from graph.codec import decode, decode_content, encode
+from graph.codec import decode, encode
 from graph.errors import (
     DuplicateSessionError,
     SchemaVersionError,
@@ -43,18 +43,15 @@ from graph.errors import (
     UnknownSessionError,
 )
 from graph.ids import NodeId, SessionId
-from graph.index import SessionIndex, is_summary_bits, kind_of_bits, role_of_bits
+from graph.index import SessionIndex, is_summary_bits
 from graph.models import SearchHit, Session, from_micros, to_micros
 from graph.search import (
     RANKED_CANDIDATES,
     Query,
     Term,
-    indexed_text,
-    make_snippet,
-    split_marked,
     tokens,
 )
-from graph.store import KEEP_ALL, BaseStore, NodeRow, SessionFilter, paused_gc
+from graph.store import KEEP_ALL, BaseStore, NodeRow, SessionFilter, paused_gc, search_hit
 
 try:
     import psycopg
@@ -614,22 +611,4 @@ class PostgresSessionStore(BaseStore):
             rows = self.conn.execute(
                 sql, [_tsquery(query), *params, RANKED_CANDIDATES, limit, offset]
             ).fetchall()
-        hits = []
-        for nid, sid, created, bits, content, rank, rewound in rows:
-            kind = kind_of_bits(bits)
-            text = indexed_text(kind, decode_content(bytes(content)))
-            snippet, spans = split_marked(make_snippet(query, text))
-            hits.append(
-                SearchHit.model_construct(
-                    session_id=SessionId(sid),
-                    node_id=NodeId(nid),
-                    created_at=from_micros(created),
-                    kind=kind,
-                    role=role_of_bits(bits),
-                    snippet=snippet,
-                    spans=spans,
-                    rank=float(rank),
-                    rewound=bool(rewound),
-                )
-            )
-        return hits
+        return [search_hit(query, (*r[:4], bytes(r[4]), *r[5:])) for r in rows]

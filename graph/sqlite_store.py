@@ -38,17 +38,23 @@ from graph.errors import (
     UnknownSessionError,
 )
 from graph.ids import NodeId, SessionId
-from graph.index import SessionIndex, is_summary_bits, kind_of_bits, role_of_bits
+from graph.index import SessionIndex, is_summary_bits, kind_of_bits
 from graph.models import Kind, SearchHit, Session, from_micros, to_micros
 from graph.search import (
     RANKED_CANDIDATES,
     Query,
     fts_query,
     indexed_text,
-    make_snippet,
-    split_marked,
 )
-from graph.store import KEEP_ALL, BaseStore, NodeRow, SessionFilter, paused_gc, session_origin
+from graph.store import (
+    KEEP_ALL,
+    BaseStore,
+    NodeRow,
+    SessionFilter,
+    paused_gc,
+    search_hit,
+    session_origin,
+)
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SessionStore"]
 
@@ -498,25 +504,7 @@ class SessionStore(BaseStore):
         args = [fts_query(query), *params, RANKED_CANDIDATES, limit, offset]
         with _translated():
             rows = self.conn.execute(sql, args).fetchall()
-        hits = []
-        for nid, sid, created, bits, content, rank, rewound in rows:
-            kind = kind_of_bits(bits)
-            text = indexed_text(kind, decode_content(content))
-            snippet, spans = split_marked(make_snippet(query, text))
-            hits.append(
-                SearchHit.model_construct(
-                    session_id=SessionId(sid),
-                    node_id=NodeId(nid),
-                    created_at=from_micros(created),
-                    kind=kind,
-                    role=role_of_bits(bits),
-                    snippet=snippet,
-                    spans=spans,
-                    rank=float(rank),
-                    rewound=bool(rewound),
-                )
-            )
-        return hits
+        return [search_hit(query, r) for r in rows]
 
     def _db_insert_session(self, session: Session) -> None:
         try:

@@ -60,7 +60,7 @@ from graph.models import (
     to_micros,
     utcnow,
 )
-from graph.search import Query, indexed_text, parse_query
+from graph.search import Query, indexed_text, make_snippet, parse_query, split_marked
 
 __all__ = [
     "HEAD",
@@ -155,6 +155,34 @@ class SessionFilter(NamedTuple):
 _KEEP_ALL = SessionFilter()
 KEEP_ALL = _KEEP_ALL
 """The filter that keeps every session."""
+
+
+def search_hit(
+    query: Query,
+    row: tuple[str, str, int, int, bytes, float, bool],
+) -> SearchHit:
+    """Build the :class:`~graph.models.SearchHit` of one matching node, for every backend.
+
+    Args:
+        query: The parsed query (its terms mark the snippet).
+        row: ``(node_id, session_id, created_at, bits, content, rank, rewound)``: ``created_at`` in
+            microseconds since the Unix epoch, ``content`` the stored msgpack payload, ``rank`` the
+            backend's score (lower is better).
+    """
+    nid, sid, created, bits, content, rank, rewound = row
+    kind = kind_of_bits(bits)
+    snippet, spans = split_marked(make_snippet(query, indexed_text(kind, decode_content(content))))
+    return SearchHit.model_construct(
+        session_id=SessionId(sid),
+        node_id=NodeId(nid),
+        created_at=from_micros(created),
+        kind=kind,
+        role=role_of_bits(bits),
+        snippet=snippet,
+        spans=spans,
+        rank=float(rank),
+        rewound=bool(rewound),
+    )
 
 
 def session_origin(metadata: Mapping[str, Any]) -> tuple[str | None, str | None]:
