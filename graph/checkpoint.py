@@ -56,6 +56,8 @@ from __future__ import annotations
 import asyncio
 import builtins
 import random
+import sqlite3
+import sys
 import threading
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -76,7 +78,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from graph.errors import GraphError, InvalidWriteError
+from graph.errors import DuplicateSessionError, GraphError, InvalidWriteError, StoreError
 from graph.ids import NodeId, SessionId
 from graph.memory_store import MemorySessionStore
 from graph.models import Kind, Node, Role
@@ -132,9 +134,14 @@ class _Payloads:
         raise NotImplementedError
 
     def rows(
-        self, thread: str | None, ns: str | None, cid: str | None, before: str | None
+        self,
+        thread: str | None,
+        ns: str | None,
+        cid: str | None,
+        before: str | None,
+        limit: int | None = None,
     ) -> Iterator[_Row]:
-        """Rows matching, greatest checkpoint id first."""
+        """Rows matching (at most ``limit``), greatest checkpoint id first."""
         raise NotImplementedError
 
     def namespaces(self, thread: str) -> list[str]:
@@ -166,6 +173,8 @@ _COLUMNS = (
     "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, session_id, node_id, type,"
     " checkpoint, metadata_type, metadata, run_id, messages"
 )
+_WRITE_COLUMNS = "task_id, task_path, idx, channel, type, value"
+_KEY = "thread_id=? AND checkpoint_ns=? AND checkpoint_id=?"
 
 
 def _row(r: Sequence[Any]) -> _Row:
@@ -178,9 +187,9 @@ def _row(r: Sequence[Any]) -> _Row:
         session_id=r[4],
         node_id=r[5],
         type=r[6],
-        checkpoint=r[7],
+        checkpoint=bytes(r[7]),
         metadata_type=r[8],
-        metadata=r[9],
+        metadata=bytes(r[9]),
         run_id=r[10],
         messages=msgs,
     )
@@ -190,45 +199,101 @@ def _msgs(row: _Row) -> bytes:
     return orjson.dumps(row.messages)
 
 
-class _SqlitePayloads(_Payloads):
-    """Two tables in the store's SQLite file, written on the store's connection and transaction."""
+@dataclass(frozen=True)
+class _Dialect:
+    """What differs between the SQL backends: the parameter marker, the blob type, the table options."""
 
-    def __init__(self, store: SessionStore) -> None:
-        self.conn = store.conn
+    marker: str
+    blob: str
+    table_options: str
+    lock: str | None
+    """A statement serializing the tables' creation across processes (None: the write lock does)."""
+
+
+_SQLITE = _Dialect("?", "BLOB", " WITHOUT ROWID", None)
+_POSTGRES = _Dialect(
+    "%s", "BYTEA", "", "SELECT pg_advisory_xact_lock(hashtext('sessiongraph langgraph'))"
+)
+
+
+class _SqlPayloads(_Payloads):
+    """Two tables beside the store's own, written on its connection inside its transaction.
+
+    Used for the SQLite and the PostgreSQL store alike (the SQL is the common subset, upserts as
+    ``ON CONFLICT``); only the parameter marker and the blob type differ. A driver error is raised
+    as :class:`~graph.errors.StoreError`.
+    """
+
+    def __init__(
+        self, store: BaseStore, conn: Any, dialect: _Dialect, errors: tuple[type[Exception], ...]
+    ) -> None:
+        self.conn = conn
+        self.dialect = dialect
+        self.errors = errors
+        blob = dialect.blob
         with store.atomic():
-            self.conn.execute(
+            if dialect.lock is not None:
+                self._execute(dialect.lock)
+            self._execute(
                 "CREATE TABLE IF NOT EXISTS lg_checkpoints (thread_id TEXT NOT NULL,"
                 " checkpoint_ns TEXT NOT NULL, checkpoint_id TEXT NOT NULL,"
-                " parent_checkpoint_id TEXT, session_id TEXT NOT NULL, node_id TEXT NOT NULL,"
-                " type TEXT NOT NULL, checkpoint BLOB NOT NULL, metadata_type TEXT NOT NULL,"
-                " metadata BLOB NOT NULL, run_id TEXT, messages BLOB NOT NULL,"
-                " PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)) WITHOUT ROWID"
+                f" parent_checkpoint_id TEXT, session_id TEXT NOT NULL, node_id TEXT NOT NULL,"
+                f" type TEXT NOT NULL, checkpoint {blob} NOT NULL, metadata_type TEXT NOT NULL,"
+                f" metadata {blob} NOT NULL, run_id TEXT, messages {blob} NOT NULL,"
+                " PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id))" + dialect.table_options
             )
-            self.conn.execute(
+            self._execute(
                 "CREATE TABLE IF NOT EXISTS lg_writes (thread_id TEXT NOT NULL,"
                 " checkpoint_ns TEXT NOT NULL, checkpoint_id TEXT NOT NULL, task_id TEXT NOT NULL,"
                 " task_path TEXT NOT NULL, idx INTEGER NOT NULL, channel TEXT NOT NULL,"
-                " type TEXT NOT NULL, value BLOB NOT NULL,"
-                " PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)) WITHOUT ROWID"
+                f" type TEXT NOT NULL, value {blob} NOT NULL,"
+                " PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx))"
+                + dialect.table_options
             )
 
+    def _sql(self, sql: str) -> str:
+        return sql if self.dialect.marker == "?" else sql.replace("?", self.dialect.marker)
+
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> builtins.list[Any]:
+        try:
+            cur = self.conn.execute(self._sql(sql), params)
+            return [] if cur.description is None else cast(builtins.list[Any], cur.fetchall())
+        except self.errors as e:
+            raise StoreError(f"checkpoint tables: {e}") from e
+
+    def _many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if not rows:
+            return
+        try:
+            if self.dialect.marker == "?":
+                self.conn.executemany(sql, rows)
+            else:
+                with self.conn.cursor() as cur:
+                    cur.executemany(self._sql(sql), rows)
+        except self.errors as e:
+            raise StoreError(f"checkpoint tables: {e}") from e
+
     def get(self, thread: str, ns: str, cid: str) -> _Row | None:
-        r = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM lg_checkpoints WHERE thread_id=? AND checkpoint_ns=?"
-            " AND checkpoint_id=?",
-            (thread, ns, cid),
-        ).fetchone()
-        return None if r is None else _row(r)
+        got = self._execute(
+            f"SELECT {_COLUMNS} FROM lg_checkpoints WHERE {_KEY}", (thread, ns, cid)
+        )
+        return _row(got[0]) if got else None
 
     def latest_id(self, thread: str, ns: str) -> str | None:
-        r = self.conn.execute(
-            "SELECT max(checkpoint_id) FROM lg_checkpoints WHERE thread_id=? AND checkpoint_ns=?",
+        got = self._execute(
+            "SELECT checkpoint_id FROM lg_checkpoints WHERE thread_id=? AND checkpoint_ns=?"
+            " ORDER BY checkpoint_id DESC LIMIT 1",
             (thread, ns),
-        ).fetchone()
-        return cast(str | None, r[0])
+        )
+        return cast(str, got[0][0]) if got else None
 
     def rows(
-        self, thread: str | None, ns: str | None, cid: str | None, before: str | None
+        self,
+        thread: str | None,
+        ns: str | None,
+        cid: str | None,
+        before: str | None,
+        limit: int | None = None,
     ) -> Iterator[_Row]:
         where, params = [], []
         for column, value, op in (
@@ -243,19 +308,26 @@ class _SqlitePayloads(_Payloads):
         sql = f"SELECT {_COLUMNS} FROM lg_checkpoints"
         if where:
             sql += " WHERE " + " AND ".join(where)
-        for r in self.conn.execute(sql + " ORDER BY checkpoint_id DESC", params).fetchall():
+        sql += " ORDER BY checkpoint_id DESC"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        for r in self._execute(sql, params):
             yield _row(r)
 
-    def namespaces(self, thread: str) -> list[str]:
-        got = self.conn.execute(
+    def namespaces(self, thread: str) -> builtins.list[str]:
+        got = self._execute(
             "SELECT DISTINCT checkpoint_ns FROM lg_checkpoints WHERE thread_id=?", (thread,)
-        ).fetchall()
+        )
         return sorted(r[0] for r in got)
 
     def put(self, row: _Row) -> None:
-        self.conn.execute(
-            f"INSERT OR REPLACE INTO lg_checkpoints ({_COLUMNS}) VALUES"
-            " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        self._execute(
+            f"INSERT INTO lg_checkpoints ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET"
+            " parent_checkpoint_id=excluded.parent_checkpoint_id,"
+            " session_id=excluded.session_id, node_id=excluded.node_id, type=excluded.type,"
+            " checkpoint=excluded.checkpoint, metadata_type=excluded.metadata_type,"
+            " metadata=excluded.metadata, run_id=excluded.run_id, messages=excluded.messages",
             (
                 row.thread_id,
                 row.checkpoint_ns,
@@ -272,64 +344,65 @@ class _SqlitePayloads(_Payloads):
             ),
         )
 
-    def put_writes(self, key: tuple[str, str, str], writes: list[_Write], replace: bool) -> None:
-        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
-        self.conn.executemany(
-            f"{verb} INTO lg_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path,"
-            " idx, channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    def put_writes(
+        self, key: tuple[str, str, str], writes: builtins.list[_Write], replace: bool
+    ) -> None:
+        then = (
+            "DO UPDATE SET task_path=excluded.task_path, channel=excluded.channel,"
+            " type=excluded.type, value=excluded.value"
+            if replace
+            else "DO NOTHING"
+        )
+        self._many(
+            f"INSERT INTO lg_writes (thread_id, checkpoint_ns, checkpoint_id, {_WRITE_COLUMNS})"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT"
+            f" (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {then}",
             [(*key, w.task_id, w.task_path, w.idx, w.channel, w.type, w.value) for w in writes],
         )
 
     def writes(
         self, keys: Sequence[tuple[str, str, str]]
-    ) -> dict[tuple[str, str, str], list[_Write]]:
-        out: dict[tuple[str, str, str], list[_Write]] = {}
+    ) -> dict[tuple[str, str, str], builtins.list[_Write]]:
+        out: dict[tuple[str, str, str], builtins.list[_Write]] = {}
         if not keys:
             return out
         if len(keys) == 1:
-            cur = self.conn.execute(
-                "SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel,"
-                " type, value FROM lg_writes WHERE thread_id=? AND checkpoint_ns=?"
-                " AND checkpoint_id=?",
+            got = self._execute(
+                f"SELECT thread_id, checkpoint_ns, checkpoint_id, {_WRITE_COLUMNS} FROM lg_writes"
+                f" WHERE {_KEY}",
                 keys[0],
             )
         else:
             threads = sorted({k[0] for k in keys})
-            cur = self.conn.execute(
-                "SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel,"
-                " type, value FROM lg_writes WHERE thread_id IN"
-                f" ({','.join('?' * len(threads))})",
+            got = self._execute(
+                f"SELECT thread_id, checkpoint_ns, checkpoint_id, {_WRITE_COLUMNS} FROM lg_writes"
+                f" WHERE thread_id IN ({','.join('?' * len(threads))})",
                 threads,
             )
         wanted = set(keys)
-        for r in cur:
+        for r in got:
             k = (r[0], r[1], r[2])
             if k in wanted:
-                out.setdefault(k, []).append(_Write(*r[3:]))
+                out.setdefault(k, []).append(_Write(r[3], r[4], r[5], r[6], r[7], bytes(r[8])))
         return out
 
     def delete(self, keys: Sequence[tuple[str, str, str]]) -> None:
         for table in ("lg_checkpoints", "lg_writes"):
-            self.conn.executemany(
-                f"DELETE FROM {table} WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id=?",
-                keys,
-            )
+            self._many(f"DELETE FROM {table} WHERE {_KEY}", keys)
 
     def delete_thread(self, thread: str) -> None:
         for table in ("lg_checkpoints", "lg_writes"):
-            self.conn.execute(f"DELETE FROM {table} WHERE thread_id=?", (thread,))
+            self._execute(f"DELETE FROM {table} WHERE thread_id=?", (thread,))
 
-    def run_rows(self, run_ids: Sequence[str]) -> list[_Row]:
+    def run_rows(self, run_ids: Sequence[str]) -> builtins.list[_Row]:
         if not run_ids:
             return []
-        return [
-            _row(r)
-            for r in self.conn.execute(
-                f"SELECT {_COLUMNS} FROM lg_checkpoints WHERE run_id IN"
-                f" ({','.join('?' * len(run_ids))})",
-                list(run_ids),
-            ).fetchall()
-        ]
+        got = self._execute(
+            f"SELECT {_COLUMNS} FROM lg_checkpoints WHERE run_id IN"
+            f" ({','.join('?' * len(run_ids))})",
+            list(run_ids),
+        )
+        return [_row(r) for r in got]
 
 
 class _MemoryPayloads(_Payloads):
@@ -347,7 +420,12 @@ class _MemoryPayloads(_Payloads):
         return max(ids, default=None)
 
     def rows(
-        self, thread: str | None, ns: str | None, cid: str | None, before: str | None
+        self,
+        thread: str | None,
+        ns: str | None,
+        cid: str | None,
+        before: str | None,
+        limit: int | None = None,
     ) -> Iterator[_Row]:
         got = [
             r
@@ -358,7 +436,7 @@ class _MemoryPayloads(_Payloads):
             and (before is None or c < before)
         ]
         got.sort(key=lambda r: r.checkpoint_id, reverse=True)
-        yield from got
+        yield from got if limit is None else got[:limit]
 
     def namespaces(self, thread: str) -> list[str]:
         return sorted({k[1] for k in self.checkpoints if k[0] == thread})
@@ -389,6 +467,18 @@ class _MemoryPayloads(_Payloads):
     def run_rows(self, run_ids: Sequence[str]) -> list[_Row]:
         wanted = set(run_ids)
         return [r for r in self.checkpoints.values() if r.run_id in wanted]
+
+
+def _payloads_of(store: BaseStore) -> _Payloads:
+    """The payload keeper for ``store``'s backend (tables in its database, or dicts beside it)."""
+    if isinstance(store, SessionStore):
+        return _SqlPayloads(store, store.conn, _SQLITE, (sqlite3.Error,))
+    if isinstance(store, MemorySessionStore):
+        return _MemoryPayloads()
+    postgres = sys.modules.get("graph.postgres_store")  # loaded whenever such a store exists
+    if postgres is not None and isinstance(store, postgres.PostgresSessionStore):
+        return _SqlPayloads(store, store.conn, _POSTGRES, (postgres.psycopg.Error,))
+    raise TypeError(f"SessionGraphSaver cannot keep payloads in a {type(store).__name__}")
 
 
 def _rethread(node_id: str, src: str, dst: str, session_id: str) -> str:
@@ -466,12 +556,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         self.spawn_wait = spawn_wait
         self._payloads: _Payloads
         self._after_commit = isinstance(store, MemorySessionStore)
-        if isinstance(store, SessionStore):
-            self._payloads = _SqlitePayloads(store)
-        elif isinstance(store, MemorySessionStore):
-            self._payloads = _MemoryPayloads()
-        else:
-            raise TypeError(f"SessionGraphSaver cannot keep payloads in a {type(store).__name__}")
+        self._payloads = _payloads_of(store)
 
     # ------------------------------------------------------------------ versions
 
@@ -531,18 +616,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             return self._tuple(row, self._payloads.writes([key]).get(key))
 
     def _latest(self, thread: str, ns: str) -> _Row | None:
-        """The head's checkpoint (the latest), or the greatest id if the head is elsewhere."""
-        sid = session_id_of(thread, ns)
-        try:
-            head = self.store.index(sid).head
-        except GraphError:
-            return None
-        cid = self._head_checkpoint(sid, head)
-        row = self._payloads.get(thread, ns, cid) if cid is not None else None
-        if row is None or row.thread_id != thread:
-            latest = self._payloads.latest_id(thread, ns)
-            row = None if latest is None else self._payloads.get(thread, ns, latest)
-        return row
+        """The latest checkpoint (the greatest id, where every put moves the head): one read."""
+        return next(self._payloads.rows(thread, ns, None, None, 1), None)
 
     def list(
         self,
@@ -622,6 +697,15 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                 )
             self._known.add(sid)
             return sid
+        try:
+            self._create(sid, thread, ns, metadata)
+        except DuplicateSessionError:  # another process created it since: use it if it is ours
+            return self._session(thread, ns, metadata)
+        self._known.add(sid)
+        return sid
+
+    def _create(self, sid: str, thread: str, ns: str, metadata: CheckpointMetadata) -> None:
+        """Create the session of (thread, namespace), spawned from its parent checkpoint's node."""
         meta = {"langgraph": {"thread_id": thread, "checkpoint_ns": ns}}
         title = f"LangGraph thread {thread}" + (f" {ns}" if ns else "")
         if ns:
@@ -633,11 +717,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                 self.store.spawn(
                     parent.session_id, parent.node_id, id=sid, title=title, metadata=meta
                 )
-                self._known.add(sid)
-                return sid
+                return
         self.store.create_session(title, id=sid, metadata=meta)
-        self._known.add(sid)
-        return sid
 
     def _graph_nodes(
         self,
