@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import sqlite3
+import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -20,11 +21,51 @@ from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 from langgraph.graph.message import add_messages  # noqa: E402
 
+from conftest import postgres_url  # noqa: E402
+
 from graph import Kind, MemorySessionStore, SessionStore, UnknownSessionError  # noqa: E402
 from graph.checkpoint import SessionGraphSaver  # noqa: E402
 from graph.importers import detect_format, import_file  # noqa: E402
 from graph.store import BaseStore  # noqa: E402
 from memory import PROVIDER, MemoryWorkspace, WritePipeline  # noqa: E402
+
+BACKENDS = ["sqlite", "memory", "postgres"]
+
+
+class _Backend:
+    """Opens stores of one backend onto one storage (a file, a shared twin, a fresh schema)."""
+
+    def __init__(self, name: str, directory: Path) -> None:
+        self.name, self.directory = name, directory
+        self.schema = f"t_{uuid.uuid4().hex[:16]}"
+        self.url = postgres_url() if name == "postgres" else ""
+        self.shared = MemorySessionStore() if name == "memory" else None
+
+    def open(self, **kw: Any) -> BaseStore:
+        if self.shared is not None:
+            return self.shared
+        if self.name == "sqlite":
+            return SessionStore(self.directory / "s.db", **kw)
+        from graph.postgres_store import PostgresSessionStore
+
+        return PostgresSessionStore(self.url, schema=self.schema)
+
+    def drop(self) -> None:
+        if self.name == "postgres":
+            from graph.postgres_store import PostgresSessionStore
+
+            cleanup = PostgresSessionStore(self.url, schema=self.schema)
+            cleanup.drop_schema()
+            cleanup.close()
+
+
+@pytest.fixture
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[_Backend]:
+    """Each backend the saver runs on (PostgreSQL when SESSIONGRAPH_TEST_POSTGRES is set)."""
+    b = _Backend(request.param, tmp_path)
+    yield b
+    b.drop()
+
 
 # ---------------------------------------------------------------- conformance
 
@@ -39,12 +80,12 @@ from langgraph.checkpoint.conformance.capabilities import (  # noqa: E402
 CAPABILITIES = sorted(c.value for c in BASE_CAPABILITIES | EXTENDED_CAPABILITIES)
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "memory"])
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
 @pytest.mark.parametrize("capability", CAPABILITIES)
-def test_conformance_capability_passes(capability: str, backend: str, tmp_path: Path) -> None:
-    @conformance.checkpointer_test(name=f"SessionGraphSaver[{backend}]")
+def test_conformance_capability_passes(capability: str, backend: _Backend) -> None:
+    @conformance.checkpointer_test(name=f"SessionGraphSaver[{backend.name}]")
     async def factory() -> AsyncIterator[SessionGraphSaver]:
-        store = SessionStore(tmp_path / "s.db") if backend == "sqlite" else MemorySessionStore()
+        store = backend.open()
         yield SessionGraphSaver(store)
         store.close()
 
@@ -121,11 +162,17 @@ def _turn(app: Any, config: Any, text: str, mid: str) -> Any:
     return app.invoke({"messages": [HumanMessage(text, id=mid)]}, config)
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """Several turns, a time-travel fork, an update_state fork, a copied thread, a second thread."""
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def run(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
+    """Several turns, a time-travel fork, an update_state fork, a copied thread, a second thread.
+
+    Run once on each persistent backend, a SqliteSaver writing the same run beside it.
+    """
     d = tmp_path_factory.mktemp("lg")
-    store = SessionStore(d / "graph.db")
+    where = _Backend(request.param, d)
+    store = where.open()
     conn = sqlite3.connect(d / "checkpoints.sqlite", check_same_thread=False)
     saver = Tee(store, SqliteSaver(conn))
     app = _build(saver)
@@ -145,6 +192,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     yield {"store": store, "saver": saver, "app": app, "dir": d, "t1": t1, "fork": before_second}
     store.close()
     conn.close()
+    where.drop()
 
 
 def _texts(nodes: Sequence[Any]) -> list[str]:
@@ -293,9 +341,9 @@ def test_the_sqlite_saver_database_of_the_run_imports_to_the_same_graph(
 # ---------------------------------------------------------------- store-level behaviour
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "memory"])
-def test_delete_thread_deletes_its_sessions(backend: str, tmp_path: Path) -> None:
-    store = SessionStore(tmp_path / "s.db") if backend == "sqlite" else MemorySessionStore()
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+def test_delete_thread_deletes_its_sessions(backend: _Backend) -> None:
+    store = backend.open()
     app = _build(SessionGraphSaver(store))
     _turn(app, {"configurable": {"thread_id": "a"}}, "hi", "h")
     _turn(app, {"configurable": {"thread_id": "b"}}, "hi", "h")
@@ -353,10 +401,10 @@ def test_a_plain_sqlite_file_is_not_a_checkpoint_database(tmp_path: Path) -> Non
 # ---------------------------------------------------------------- two processes
 
 
-def _writer(path: str, name: str, count: int, barrier: Any) -> None:
+def _writer(where: _Backend, name: str, count: int, barrier: Any) -> None:
     from langgraph.checkpoint.conformance.test_utils import generate_checkpoint
 
-    saver = SessionGraphSaver(SessionStore(path, timeout=30))
+    saver = SessionGraphSaver(where.open(**({"timeout": 30} if where.name == "sqlite" else {})))
     barrier.wait()
     for i in range(count):
         config = {"configurable": {"thread_id": "shared", "checkpoint_ns": ""}}
@@ -366,18 +414,18 @@ def _writer(path: str, name: str, count: int, barrier: Any) -> None:
         saver.put(config, generate_checkpoint(), {"source": "loop", "step": i, "writer": name}, {})
 
 
-def test_two_processes_putting_on_one_thread_lose_nothing(tmp_path: Path) -> None:
-    path = str(tmp_path / "shared.db")
-    SessionGraphSaver(SessionStore(path)).store.close()
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"], indirect=True)
+def test_two_processes_putting_on_one_thread_lose_nothing(backend: _Backend) -> None:
+    store = backend.open()
+    SessionGraphSaver(store)  # the payload tables exist before the writers start
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(2)
-    procs = [ctx.Process(target=_writer, args=(path, n, 25, barrier)) for n in ("a", "b")]
+    procs = [ctx.Process(target=_writer, args=(backend, n, 25, barrier)) for n in ("a", "b")]
     for p in procs:
         p.start()
     for p in procs:
         p.join(120)
         assert p.exitcode == 0
-    store = SessionStore(path)
     saver = SessionGraphSaver(store)
     tuples = list(saver.list({"configurable": {"thread_id": "shared"}}))
     assert len(tuples) == 50
@@ -395,6 +443,7 @@ def test_two_processes_putting_on_one_thread_lose_nothing(tmp_path: Path) -> Non
         assert parent_of[later].get("checkpoint_id") == earlier
     assert parent_of[branch[0]] == {}
     assert len(store.index("shared")) == 50
+    store.close()
 
 
 def test_the_import_command_reads_a_checkpoint_database(tmp_path: Path) -> None:
