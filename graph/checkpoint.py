@@ -1003,6 +1003,39 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             Exception: LangGraph's serializer cannot decode the payload.
         """
         checkpoint = self.serde.loads_typed(stored)
+        return self._put_imported(thread_id, checkpoint_ns, parent_id, checkpoint, metadata, stored)
+
+    def put_checkpoint(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        parent_id: str | None,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+    ) -> int:
+        """Store a checkpoint another saver kept decoded or in parts (the import path).
+
+        Like :meth:`put_stored`, for a saver that does not keep one payload per checkpoint
+        (``PostgresSaver`` keeps channel values apart): the checkpoint is serialized here with the
+        saver's LangGraph serializer. Storing it again replaces its payload and adds no node.
+
+        Returns:
+            The number of nodes added.
+
+        Raises:
+            GraphError: the store refused the write (nothing is stored).
+        """
+        return self._put_imported(thread_id, checkpoint_ns, parent_id, checkpoint, metadata, None)
+
+    def _put_imported(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        parent_id: str | None,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        stored: tuple[str, bytes] | None,
+    ) -> int:
         conf: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
         if parent_id:
             conf["checkpoint_id"] = parent_id

@@ -15,13 +15,12 @@ import pytest
 pytest.importorskip("langgraph.graph", reason="the langgraph extra is not installed")
 pytest.importorskip("langgraph.checkpoint.sqlite", reason="langgraph-checkpoint-sqlite missing")
 
+from conftest import postgres_url  # noqa: E402
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage  # noqa: E402
 from langgraph.checkpoint.base import BaseCheckpointSaver  # noqa: E402
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 from langgraph.graph.message import add_messages  # noqa: E402
-
-from conftest import postgres_url  # noqa: E402
 
 from graph import Kind, MemorySessionStore, SessionStore, UnknownSessionError  # noqa: E402
 from graph.checkpoint import SessionGraphSaver  # noqa: E402

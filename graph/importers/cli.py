@@ -185,8 +185,19 @@ def import_command(
     interval: Annotated[
         float, typer.Option(help="Seconds between looks at the files (--watch).", min=0.05)
     ] = DEFAULT_INTERVAL,
+    langgraph: Annotated[
+        str | None,
+        typer.Option(
+            "--langgraph",
+            metavar="URL",
+            help="Also import the LangGraph PostgresSaver database at this postgresql:// URL.",
+        ),
+    ] = None,
 ) -> None:
     """Import Claude Code, pi and Codex transcripts (and session bundles, LangGraph SqliteSaver databases).
+
+    --langgraph postgresql://... imports a LangGraph PostgresSaver database as well (alone when no
+    PATH is given).
 
     With no PATH, the runtimes' default directories on this machine (~/.claude/projects,
     ~/.pi/agent/sessions, ~/.codex/sessions). Re-importing changes nothing; grown files add only
@@ -206,12 +217,14 @@ def import_command(
 
     if not provider.strip() or not value.strip():
         raise CommandLineError("--provider/--value", "must not be empty")
-    targets = list(paths or default_locations())
-    if not targets:
+    targets = list(paths or ([] if langgraph else default_locations()))
+    if langgraph is not None and watch:
+        raise CommandLineError("--langgraph", "--watch follows files; import a database without it")
+    if not targets and langgraph is None:
         raise CommandLineError(
             "import", "no PATH given and no transcript directory found (~/.claude, ~/.pi, ~/.codex)"
         )
-    files = _check_paths(targets)
+    files = _check_paths(targets) if targets else []
     sizes = {f: _size(f) for f in files}
     store = open_store(ctx)
     if watch:
@@ -243,6 +256,8 @@ def import_command(
 
         with reading_progress(within):
             report = import_paths(store, targets, progress=tick)
+    if langgraph is not None:
+        _import_postgres_saver(store, report, langgraph)
     if json:
         print(dump_json(report.to_json()))
     else:
@@ -266,6 +281,23 @@ def import_command(
                 _show(store, sid, provider, value)
     if report.failed:
         raise typer.Exit(1)
+
+
+def _import_postgres_saver(store: BaseStore, report: ImportReport, url: str) -> None:
+    """``--langgraph URL``: the PostgresSaver database joins the report like one more file."""
+    from graph.backends import is_postgres_url
+    from graph.importers.langgraph import FORMAT, import_postgres, postgres_label
+    from graph.importers.report import FileReport
+
+    if not is_postgres_url(url):
+        raise CommandLineError("--langgraph", f"{url!r} is not a postgresql:// URL")
+    try:
+        fr = import_postgres(store, url)
+    except Exception as e:  # TranscriptError, GraphError: reported like a failed file
+        fr = FileReport(Path(postgres_label(url)), FORMAT, error=f"{type(e).__name__}: {e}")
+    report.files.append(fr)
+    for sid in fr.session_ids:
+        report.stats[sid] = store.stats(sid)
 
 
 def _size(path: Path) -> int:

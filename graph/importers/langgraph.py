@@ -1,4 +1,4 @@
-"""LangGraph checkpoint databases: a ``SqliteSaver`` file as the graph :class:`SessionGraphSaver` writes.
+"""LangGraph checkpoint databases (``SqliteSaver``, ``PostgresSaver``) as the graph the saver writes.
 
 ``SqliteSaver`` (``langgraph-checkpoint-sqlite``) keeps two tables. ``checkpoints``: ``thread_id``,
 ``checkpoint_ns``, ``checkpoint_id``, ``parent_checkpoint_id``, ``type`` and ``checkpoint`` (the
@@ -11,13 +11,29 @@ and a subgraph's parent namespace come before what follows them), through
 :meth:`graph.checkpoint.SessionGraphSaver.put_stored`: the same sessions, message nodes, compaction
 summaries, checkpoint nodes and heads the saver writes when the app runs on it, with the payload
 bytes kept as they were. Importing again changes nothing. The file is opened read-only.
+
+``PostgresSaver`` (``langgraph-checkpoint-postgres``) keeps three tables in a PostgreSQL database:
+``checkpoints`` (the checkpoint as JSONB with only its primitive channel values inline, and its
+metadata as JSONB), ``checkpoint_blobs`` (every other channel value, serialized by LangGraph's
+serializer, keyed by ``channel`` and ``version``; type ``empty`` for a channel without a value) and
+``checkpoint_writes`` (the pending writes, as ``SqliteSaver``'s ``writes``). :func:`import_postgres`
+puts each checkpoint back together as ``PostgresSaver`` reads it (the blob of each channel at the
+version the checkpoint names, over the inline values), then replays them as for ``SqliteSaver``
+through :meth:`graph.checkpoint.SessionGraphSaver.put_checkpoint`; the pending writes keep their
+bytes. It reads in one read-only transaction (one snapshot) and needs psycopg (the ``postgres``
+extra), not ``langgraph-checkpoint-postgres``. Not read: the delta-channel histories of a channel
+declared as a ``DeltaChannel`` (its snapshot blob is taken as the value) and the pending sends of
+checkpoints older than format version 4, which ``PostgresSaver`` itself migrates on read.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+from urllib.parse import urlsplit
 
 import orjson
 
@@ -25,7 +41,7 @@ from graph.importers._common import file_import
 from graph.importers.report import FileReport, TranscriptError
 from graph.store import BaseStore
 
-__all__ = ["FORMAT", "import_file", "is_checkpoint_db"]
+__all__ = ["FORMAT", "import_file", "import_postgres", "is_checkpoint_db", "postgres_label"]
 
 FORMAT = "langgraph"
 """The format name :func:`graph.importers.detect_format` gives a LangGraph checkpoint database."""
@@ -116,3 +132,133 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
             for (thread, ns, cid), ws in grouped.items():
                 saver.put_stored_writes(thread, ns, cid, ws)
     return report
+
+
+def postgres_label(url: str) -> str:
+    """The URL without its credentials, for reports: ``postgresql://host:5432/db``."""
+    parts = urlsplit(url)
+    host = parts.hostname or "localhost"
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+@contextmanager
+def _read_only(url: str, where: Path) -> Iterator[Any]:
+    """A psycopg connection to ``url`` inside one read-only, repeatable-read transaction."""
+    try:
+        import psycopg
+    except ImportError as e:  # the optional extra
+        raise TranscriptError(
+            where, f"reading a PostgreSQL database needs sessiongraph[postgres] ({e})"
+        ) from e
+    try:
+        with psycopg.connect(url) as conn:
+            conn.read_only = True
+            conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            with conn.transaction():
+                yield conn
+    except psycopg.Error as e:
+        raise TranscriptError(where, f"not a readable LangGraph PostgresSaver database: {e}") from e
+
+
+def import_postgres(store: BaseStore, url: str) -> FileReport:
+    """Import a ``PostgresSaver`` database (a ``postgresql://`` URL) into ``store``, in one transaction.
+
+    Returns:
+        The database's report (its path is the URL without credentials): one session id per thread
+        and namespace, nodes added; a checkpoint that cannot be put back together (a blob LangGraph's
+        serializer cannot decode) is left out and listed in ``skipped`` as (row number, reason).
+
+    Raises:
+        TranscriptError: the database cannot be read, lacks ``PostgresSaver``'s tables, or an extra
+            (``langgraph``, ``postgres``) is not installed.
+        GraphError: the store refused a write; nothing of the database was stored.
+    """
+    where = Path(postgres_label(url))
+    try:
+        from graph.checkpoint import SessionGraphSaver, session_id_of
+    except ImportError as e:  # the optional extra
+        raise TranscriptError(
+            where, f"reading LangGraph checkpoints needs sessiongraph[langgraph] ({e})"
+        ) from e
+    with _read_only(url, where) as conn:
+        tables = conn.execute(
+            "SELECT to_regclass('checkpoints') IS NOT NULL AND"
+            " to_regclass('checkpoint_blobs') IS NOT NULL AND"
+            " to_regclass('checkpoint_writes') IS NOT NULL"
+        ).fetchone()
+        if not (tables and tables[0]):
+            raise TranscriptError(
+                where,
+                "no PostgresSaver tables (checkpoints, checkpoint_blobs, checkpoint_writes)"
+                " on the connection's search_path",
+            )
+        checkpoints = conn.execute(
+            "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint,"
+            " metadata FROM checkpoints ORDER BY checkpoint_id, thread_id, checkpoint_ns"
+        ).fetchall()
+        blobs = {
+            (t, ns, ch, ver): (type_, blob)
+            for t, ns, ch, ver, type_, blob in conn.execute(
+                "SELECT thread_id, checkpoint_ns, channel, version, type, blob"
+                " FROM checkpoint_blobs"
+            )
+        }
+        has_path = conn.execute(
+            "SELECT count(*) FROM information_schema.columns WHERE table_name ="
+            " 'checkpoint_writes' AND column_name = 'task_path'"
+            " AND table_schema = ANY(current_schemas(false))"
+        ).fetchone()
+        task_path = "task_path" if has_path and has_path[0] else "''"
+        writes = conn.execute(
+            f"SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, {task_path}, idx, channel,"
+            " type, blob FROM checkpoint_writes ORDER BY thread_id, checkpoint_ns, checkpoint_id,"
+            " task_id, idx"
+        ).fetchall()
+    with file_import(where, FORMAT) as (report, _):
+        saver = SessionGraphSaver(store)
+        with store.atomic():
+            for number, (thread, ns, cid, parent, cp, meta) in enumerate(checkpoints, 1):
+                try:
+                    checkpoint = _assembled(saver, blobs, str(thread), ns or "", cp)
+                except (ValueError, TypeError, KeyError) as e:
+                    report.skipped.append((number, f"checkpoint {cid}: {e}"))
+                    continue
+                report.nodes_added += saver.put_checkpoint(
+                    str(thread), ns or "", parent, checkpoint, cast(Any, dict(meta or {}))
+                )
+                sid = session_id_of(str(thread), ns or "")
+                if sid not in report.session_ids:
+                    report.session_ids.append(sid)
+            grouped: dict[tuple[str, str, str], list[tuple[str, str, int, str, str, bytes]]] = {}
+            for thread, ns, cid, task, tpath, idx, channel, type_, value in writes:
+                grouped.setdefault((str(thread), ns or "", cid), []).append(
+                    (task, tpath or "", int(idx), channel, type_ or "", bytes(value))
+                )
+            for (thread, ns, cid), ws in grouped.items():
+                saver.put_stored_writes(thread, ns, cid, ws)
+    return report
+
+
+def _assembled(
+    saver: Any,
+    blobs: dict[tuple[str, str, str, str], tuple[str, bytes | None]],
+    thread: str,
+    ns: str,
+    stored: dict[str, Any],
+) -> Any:
+    """The checkpoint ``PostgresSaver`` reads: each channel's blob at its version over the inline values.
+
+    Raises:
+        ValueError: a blob that LangGraph's serializer cannot decode.
+    """
+    values = dict(stored.get("channel_values") or {})
+    for channel, version in (stored.get("channel_versions") or {}).items():
+        got = blobs.get((thread, ns, channel, str(version)))
+        if got is None or got[0] == "empty" or got[1] is None:
+            continue
+        try:
+            values[channel] = saver.serde.loads_typed((got[0], bytes(got[1])))
+        except Exception as e:  # the serializer's own errors are not typed
+            raise ValueError(f"channel {channel!r} version {version}: {e}") from e
+    return {**stored, "channel_values": values}
