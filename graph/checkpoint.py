@@ -1,10 +1,13 @@
 """A LangGraph checkpointer on the session store: LangGraph threads kept as session graphs.
 
 :class:`SessionGraphSaver` is a ``langgraph.checkpoint.base.BaseCheckpointSaver`` (install the
-``sessiongraph[langgraph]`` extra) over any :class:`~graph.store.BaseStore` that can hold its
-checkpoint payloads: the SQLite :class:`~graph.sqlite_store.SessionStore` (payload tables in the same
-file, written in the same transaction as the nodes) and the in-memory
-:class:`~graph.memory_store.MemorySessionStore`.
+``sessiongraph[langgraph]`` extra) over every backend of :class:`~graph.store.BaseStore`: the SQLite
+:class:`~graph.sqlite_store.SessionStore` and the :class:`~graph.postgres_store.PostgresSessionStore`
+(two payload tables, ``lg_checkpoints`` and ``lg_writes``, in the same database, written on the
+store's connection in the same transaction as the nodes; the SQL is the subset both speak) and the
+in-memory :class:`~graph.memory_store.MemorySessionStore` (dicts beside it). The graph is written
+only through the store's public operations (``create_session``, ``spawn``, ``add_nodes``,
+``set_head``, ``delete_session``), so every backend's validation and locking apply.
 
 The mapping:
 
@@ -21,7 +24,9 @@ The mapping:
   checkpoint: it reads the head as stored (another process's commit included, the store's write
   lock being held), and moves it to the new checkpoint only when that one is later. So two processes
   putting checkpoints on one thread never lose one, and the head ends on the latest. (A payload put
-  again onto a node that is still stored moves the head with ``set_head(expected=...)``.)
+  again onto a node that is still stored moves the head with ``set_head(expected=...)``.) On
+  PostgreSQL the write transaction holds the session's row lock from its first read of the index,
+  which serializes the writers of one thread the same way.
 - A put whose parent is not the latest checkpoint (time travel from an earlier checkpoint, an
   ``update_state`` on one) makes a **fork**: the parent's node gets a second child.
 - ``copy_thread`` writes a **copy** of every session of the thread under the target thread, ids
@@ -517,7 +522,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
     """A LangGraph checkpointer that stores threads as session graphs (the mapping: module docstring).
 
     Args:
-        store: The session store (:class:`~graph.sqlite_store.SessionStore` or
+        store: The session store (:class:`~graph.sqlite_store.SessionStore`,
+            :class:`~graph.postgres_store.PostgresSessionStore` or
             :class:`~graph.memory_store.MemorySessionStore`).
         serde: LangGraph's serializer for payloads; LangGraph's default (JsonPlus) when None.
         spawn_wait: Seconds a subgraph's first checkpoint waits for its parent's checkpoint to be
@@ -530,7 +536,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
     takes the nodes back but not the payloads; on SQLite both share one transaction.
 
     Raises:
-        TypeError: the store is of a kind that cannot hold checkpoint payloads.
+        TypeError: the store is of a kind that cannot hold checkpoint payloads (not one of those).
+        StoreError: the payload tables cannot be created (on SQLite and PostgreSQL).
 
     Example:
         >>> from graph import SessionStore
