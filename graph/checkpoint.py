@@ -61,10 +61,10 @@ from __future__ import annotations
 import asyncio
 import builtins
 import random
-import sqlite3
 import sys
 import threading
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, cast
@@ -83,11 +83,12 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from graph.errors import DuplicateSessionError, GraphError, InvalidWriteError, StoreError
+from graph.errors import DuplicateSessionError, GraphError, InvalidWriteError
 from graph.ids import NodeId, SessionId
 from graph.memory_store import MemorySessionStore
 from graph.models import Kind, Node, Role
 from graph.sqlite_store import SessionStore
+from graph.sqlite_store import _translated as sqlite_translated
 from graph.store import HEAD, BaseStore
 
 __all__ = ["SessionGraphSaver", "session_id_of"]
@@ -230,16 +231,22 @@ class _SqlPayloads(_Payloads):
     """Two tables beside the store's own, written on its connection inside its transaction.
 
     Used for the SQLite and the PostgreSQL store alike (the SQL is the common subset, upserts as
-    ``ON CONFLICT``); only the parameter marker and the blob type differ. A driver error is raised
-    as :class:`~graph.errors.StoreError`.
+    ``ON CONFLICT``); only the parameter marker and the blob type differ. Driver errors are
+    translated as the store translates its own (:class:`~graph.errors.StoreBusyError` when a lock
+    was in the way, :class:`~graph.errors.StoreError` otherwise).
     """
 
     def __init__(
-        self, store: BaseStore, conn: Any, dialect: _Dialect, errors: tuple[type[Exception], ...]
+        self,
+        store: BaseStore,
+        conn: Any,
+        dialect: _Dialect,
+        translated: Callable[[], AbstractContextManager[None]],
     ) -> None:
         self.conn = conn
         self.dialect = dialect
-        self.errors = errors
+        self.translated = translated
+        """The store's own translation of driver errors (StoreBusyError when only a lock waited)."""
         blob = dialect.blob
         with store.atomic():
             if dialect.lock is not None:
@@ -266,23 +273,19 @@ class _SqlPayloads(_Payloads):
         return sql if self.dialect.marker == "?" else sql.replace("?", self.dialect.marker)
 
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> builtins.list[Any]:
-        try:
+        with self.translated():
             cur = self.conn.execute(self._sql(sql), params)
             return [] if cur.description is None else cast(builtins.list[Any], cur.fetchall())
-        except self.errors as e:
-            raise StoreError(f"checkpoint tables: {e}") from e
 
     def _many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if not rows:
             return
-        try:
+        with self.translated():
             if self.dialect.marker == "?":
                 self.conn.executemany(sql, rows)
             else:
                 with self.conn.cursor() as cur:
                     cur.executemany(self._sql(sql), rows)
-        except self.errors as e:
-            raise StoreError(f"checkpoint tables: {e}") from e
 
     def get(self, thread: str, ns: str, cid: str) -> _Row | None:
         got = self._execute(
@@ -483,12 +486,12 @@ class _MemoryPayloads(_Payloads):
 def _payloads_of(store: BaseStore) -> _Payloads:
     """The payload keeper for ``store``'s backend (tables in its database, or dicts beside it)."""
     if isinstance(store, SessionStore):
-        return _SqlPayloads(store, store.conn, _SQLITE, (sqlite3.Error,))
+        return _SqlPayloads(store, store.conn, _SQLITE, sqlite_translated)
     if isinstance(store, MemorySessionStore):
         return _MemoryPayloads()
     postgres = sys.modules.get("graph.postgres_store")  # loaded whenever such a store exists
     if postgres is not None and isinstance(store, postgres.PostgresSessionStore):
-        return _SqlPayloads(store, store.conn, _POSTGRES, (postgres.psycopg.Error,))
+        return _SqlPayloads(store, store.conn, _POSTGRES, postgres._translated)
     raise TypeError(f"SessionGraphSaver cannot keep payloads in a {type(store).__name__}")
 
 

@@ -481,3 +481,21 @@ def test_a_thread_id_taken_by_another_session_is_refused_and_nothing_is_stored(
         saver.put(config, generate_checkpoint(), {"source": "input", "step": -1}, {})
     assert saver.get_tuple(config) is None
     assert store.stats("taken").nodes == 0
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"], indirect=True)
+def test_a_database_failure_in_the_payload_tables_is_a_store_error(backend: _Backend) -> None:
+    from langgraph.checkpoint.conformance.test_utils import generate_checkpoint
+
+    from graph import StoreError
+
+    store = backend.open()
+    saver = SessionGraphSaver(store)
+    config = {"configurable": {"thread_id": "w", "checkpoint_ns": ""}}
+    stored = saver.put(config, generate_checkpoint(), {"source": "input", "step": -1}, {})
+    store.conn.execute("DROP TABLE lg_writes")  # type: ignore[attr-defined]
+    with pytest.raises(StoreError, match="lg_writes"):
+        saver.put_writes(stored, [("x", 1)], "task")
+    with pytest.raises(StoreError, match="lg_writes"):
+        saver.get_tuple(stored)
+    store.close()
