@@ -43,8 +43,8 @@ from graph.errors import (
     UnknownSessionError,
 )
 from graph.ids import NodeId, SessionId
-from graph.index import SessionIndex, is_summary_bits
-from graph.models import SearchHit, Session, from_micros, to_micros
+from graph.index import KIND_MASK, SessionIndex, is_summary_bits, node_bits
+from graph.models import Kind, Node, Role, SearchHit, Session, from_micros, to_micros
 from graph.search import (
     RANKED_CANDIDATES,
     Query,
@@ -131,6 +131,11 @@ _BUSY = (
     psycopg.OperationalError,
 )
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_SUMMARY_KIND = node_bits(Kind.SUMMARY, Role.SYSTEM, empty=False, scheduled=False) & KIND_MASK
+_CACHED_ROWS = 1024
+"""At most this many node rows are kept per session (a pending this long is read, not kept)."""
+_CACHED_SESSIONS = 256
+"""Sessions whose node rows are kept; past it, every kept row is dropped and reading starts over."""
 
 
 @contextmanager
@@ -185,6 +190,7 @@ class PostgresSessionStore(BaseStore):
             raise StoreError(f"postgresql: {schema!r} is not a schema name ([a-z_][a-z0-9_]*)")
         self.url = url
         self.schema = schema
+        self._rows: dict[str, dict[str, NodeRow]] = {}
         with _translated():
             self.conn = psycopg.connect(url, autocommit=True)
             self.conn.execute(f"SET lock_timeout = {int(lock_timeout * 1000)}")
@@ -242,6 +248,10 @@ class PostgresSessionStore(BaseStore):
         """Close the connection."""
         self.conn.close()
 
+    def _forget(self) -> None:
+        super()._forget()
+        self._rows.clear()
+
     def drop_schema(self) -> None:
         """Drop this store's schema and everything in it (for tests and teardown)."""
         if self.schema is None:
@@ -277,42 +287,82 @@ class PostgresSessionStore(BaseStore):
     def _db_catch_up(self, index: SessionIndex) -> None:
         with _translated():
             if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                self._catch_up(index)  # the caller's transaction holds the session's row lock
+                # The caller's transaction holds the session's row lock: no writer of this session
+                # commits between the reads below, so each may take its own snapshot.
+                row = self.conn.execute(
+                    "SELECT rev, head FROM sessions WHERE id = %s", (index.session_id,)
+                ).fetchone()
+                if row is None:
+                    raise UnknownSessionError(index.session_id)
+                if not self._unchanged(index, row[0]):
+                    self._catch_up(index, *row)
                 return
             row = self.conn.execute(
                 "SELECT rev FROM sessions WHERE id = %s", (index.session_id,)
             ).fetchone()
             if row is None:
                 raise UnknownSessionError(index.session_id)
-            if row[0] == index.rev and (index.pred or row[0] == 0):
+            if self._unchanged(index, row[0]):
                 return  # nothing changed: one indexed read
-            # The session's rev and the rows stamped up to it, read in one snapshot.
+            # The session's rev and the rows stamped up to it, read in one snapshot and one round
+            # trip (the statements are pipelined).
             self.conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
             try:
-                with self.conn.transaction():
+                with self.conn.transaction(), self.conn.pipeline():
                     self._catch_up(index)
             finally:
                 self.conn.isolation_level = None
 
-    def _catch_up(self, index: SessionIndex) -> None:
+    @staticmethod
+    def _unchanged(index: SessionIndex, rev: int) -> bool:
+        return bool(rev == index.rev and (index.pred or rev == 0))
+
+    def _catch_up(
+        self, index: SessionIndex, rev: int | None = None, head: str | None = None
+    ) -> None:
+        """Read the rows stamped after ``index.rev`` into ``index`` (all of them into an empty one).
+
+        With ``rev`` None the session's row is read with the rest (in a pipeline: one round trip);
+        otherwise ``rev`` and ``head`` are the session's, read by the caller.
+        """
         c = self.conn
         sid = index.session_id
-        row = c.execute("SELECT rev, head FROM sessions WHERE id = %s", (sid,)).fetchone()
-        if row is None:
-            raise UnknownSessionError(sid)
-        rev, head = row
-        if rev == index.rev and (index.pred or rev == 0):
-            return
         seen = index.rev if index.pred else -1
         full = not index.pred
         with paused_gc(full):
-            summaries: list[str] = []
-            pred, bits = index.pred, index.bits
-            for nid, p, b in c.execute(
+            session = (
+                c.execute("SELECT rev, head FROM sessions WHERE id = %s", (sid,))
+                if rev is None
+                else None
+            )
+            nodes = c.execute(
                 "SELECT id, predecessor, bits FROM nodes WHERE session_id = %s AND rev > %s"
                 " ORDER BY rev, ord",
                 (sid, seen),
-            ):
+            )
+            covers = c.execute(
+                "SELECT c.summary_id, c.node_id FROM nodes n JOIN covers c ON c.summary_id = n.id"
+                " WHERE n.session_id = %s AND n.rev > %s AND n.bits & %s = %s"
+                " ORDER BY c.summary_id, c.position",
+                (sid, seen, KIND_MASK, _SUMMARY_KIND),
+            )
+            marks = c.execute(
+                "SELECT node_id, provider, value FROM marks WHERE session_id = %s AND rev > %s"
+                " ORDER BY rev",
+                (sid, seen),
+            )
+            stamps = c.execute(
+                "SELECT node_id FROM rewound WHERE session_id = %s AND rev > %s", (sid, seen)
+            )
+            if session is not None:
+                row = session.fetchone()
+                if row is None:
+                    raise UnknownSessionError(sid)
+                rev, head = row
+            assert rev is not None
+            self._rows.pop(sid, None)  # someone else wrote: keep no row across it
+            pred, bits = index.pred, index.bits
+            for nid, p, b in nodes.fetchall():
                 if nid in pred:
                     continue
                 if full:
@@ -320,33 +370,39 @@ class PostgresSessionStore(BaseStore):
                     bits[nid] = b
                 else:
                     index.add(nid, p, b)
-                if is_summary_bits(b):
-                    summaries.append(nid)
-            if summaries:
-                got: dict[str, list[str]] = {}
-                for s, n in c.execute(
-                    "SELECT summary_id, node_id FROM covers WHERE summary_id = ANY(%s)"
-                    " ORDER BY summary_id, position",
-                    (summaries,),
-                ):
-                    got.setdefault(s, []).append(n)
-                for s, ns in got.items():
-                    index.covers[s] = tuple(ns)
-            for nid, provider, value in c.execute(
-                "SELECT node_id, provider, value FROM marks WHERE session_id = %s AND rev > %s"
-                " ORDER BY rev",
-                (sid, seen),
-            ):
+            got: dict[str, list[str]] = {}
+            for summary, n in covers.fetchall():
+                got.setdefault(summary, []).append(n)
+            for summary, ns in got.items():
+                index.covers[summary] = tuple(ns)
+            for nid, provider, value in marks.fetchall():
                 index.add_marks(provider, value, (nid,))
-            stamped = [
-                r[0]
-                for r in c.execute(
-                    "SELECT node_id FROM rewound WHERE session_id = %s AND rev > %s",
-                    (sid, seen),
-                )
-            ]
-            index.stamp_rewound(stamped)
+            index.stamp_rewound([r[0] for r in stamps.fetchall()])
         index.rev, index.head = rev, head
+
+    def _read_nodes(self, idx: SessionIndex, ids: Sequence[str]) -> list[Node]:
+        """The nodes of ``ids`` (from a fresh index of their session), their rows kept for next time.
+
+        Node rows never change once stored (markers and rewound stamps live in their own tables and
+        come from the index), so a row read once is the row: a warm :meth:`pending` with nothing
+        changed costs the one revision check of the index and no read of the rows. The kept rows of
+        a session are dropped whenever another connection's write to it is seen, when a
+        transaction rolls back and when the session is deleted, so a row is never served for a
+        node that was deleted and stored again with other content.
+        """
+        if len(ids) > _CACHED_ROWS:
+            return super()._read_nodes(idx, ids)
+        kept = self._rows.get(idx.session_id)
+        if kept is None:
+            if len(self._rows) >= _CACHED_SESSIONS:
+                self._rows.clear()
+            kept = self._rows[idx.session_id] = {}
+        missing = [i for i in ids if i not in kept]
+        if missing:
+            if len(kept) + len(missing) > _CACHED_ROWS:
+                kept.clear()
+            kept.update(self._db_rows(missing))
+        return [self._model(kept[i], idx) for i in ids]
 
     # ---------------------------------------------------------------- sessions
 
@@ -567,6 +623,8 @@ class PostgresSessionStore(BaseStore):
 
     def _db_delete_sessions(self, session_ids: Sequence[str]) -> None:
         ids = list(session_ids)
+        for sid in ids:
+            self._rows.pop(sid, None)
         with _translated():
             for sid in ids:
                 self._bump(sid)  # locks each row first: no writer of these sessions in between
