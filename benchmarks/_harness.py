@@ -78,11 +78,16 @@ class Figure(float):
     samples: tuple[float, ...]
     rounds: int
     """Which interleaved comparison the samples come from (0: none); equal ones pair by round."""
+    floor: str
+    """What a ratio is measured against (the base of :meth:`Bench.ratio`), ``""`` otherwise."""
 
-    def __new__(cls, value: float, samples: Iterable[float] = (), rounds: int = 0) -> Figure:
+    def __new__(
+        cls, value: float, samples: Iterable[float] = (), rounds: int = 0, floor: str = ""
+    ) -> Figure:
         f = super().__new__(cls, value)
         f.samples = tuple(samples)
         f.rounds = rounds
+        f.floor = floor
         return f
 
     @property
@@ -107,9 +112,12 @@ class Figure(float):
                 value,
                 [op(x, y) for x, y in pairs if y or op is operator.mul],
                 self.rounds if paired else 0,
+                self.floor or other.floor,
             )
         if isinstance(other, int | float):
-            return Figure(value, [op(x, float(other)) for x in self.samples], self.rounds)
+            return Figure(
+                value, [op(x, float(other)) for x in self.samples], self.rounds, self.floor
+            )
         return NotImplemented
 
     def __mul__(self, other: object) -> Figure | float:  # type: ignore[override]
@@ -123,12 +131,15 @@ class Figure(float):
     def __rtruediv__(self, other: object) -> Figure | float:  # type: ignore[override]
         if isinstance(other, int | float):
             return Figure(
-                float(other) / float(self), [other / x for x in self.samples if x], self.rounds
+                float(other) / float(self),
+                [other / x for x in self.samples if x],
+                self.rounds,
+                self.floor,
             )
         return NotImplemented
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (Figure, (float(self), self.samples, self.rounds))
+        return (Figure, (float(self), self.samples, self.rounds, self.floor))
 
 
 @dataclass
@@ -193,12 +204,14 @@ class Target:
     high: float | None = None
     """The 75th percentile of the figure's samples."""
     floor: str = ""
-    """What the figure is measured against (the floor or peer of a ratio), for the tables."""
+    """What the figure is measured against (the floor or peer of a ratio; from a
+    :meth:`Bench.ratio` figure when not given), for the tables."""
 
     def __post_init__(self) -> None:
         if isinstance(self.ratio, Figure):
             if self.low is None and self.ratio.samples:
                 self.low, self.high = self.ratio.low, self.ratio.high
+            self.floor = self.floor or self.ratio.floor
             self.ratio = float(self.ratio)
         for name in ("limit", "low", "high"):
             value = getattr(self, name)
@@ -293,6 +306,7 @@ class Bench:
         """
         got = self.get(group, name, size).median / self.get(group, base, size).median
         assert isinstance(got, Figure)
+        got.floor = base
         return got
 
     def target(
