@@ -291,6 +291,29 @@ class Bench:
         self.results.extend(out)
         return out
 
+    def record(
+        self,
+        group: str,
+        size: int,
+        runs: dict[str, list[float]],
+        *,
+        per: int = 1,
+        notes: dict[str, str] | None = None,
+    ) -> list[Result]:
+        """Record alternatives the caller timed itself, round-robin, as one comparison.
+
+        For what the harness cannot time in-process (several writer processes at once): ``runs``
+        maps each alternative to its seconds per run, run ``i`` of each from the same round, so
+        their ratios pair by round as :meth:`compare`'s do.
+        """
+        rounds = next(_ROUNDS)
+        out = [
+            Result(group, name, size, list(r), per, (notes or {}).get(name, ""), rounds)
+            for name, r in runs.items()
+        ]
+        self.results.extend(out)
+        return out
+
     def get(self, group: str, name: str, size: int) -> Result:
         """Return a recorded result."""
         for r in self.results:

@@ -305,13 +305,13 @@ class PostgresSessionStore(BaseStore):
             if self._unchanged(index, row[0]):
                 return  # nothing changed: one indexed read
             # The session's rev and the rows stamped up to it, read in one snapshot and one round
-            # trip (the statements are pipelined).
-            self.conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            # trip: BEGIN, the reads and COMMIT go out as one query.
             try:
-                with self.conn.transaction(), self.conn.pipeline():
-                    self._catch_up(index)
-            finally:
-                self.conn.isolation_level = None
+                self._catch_up(index)
+            except BaseException:
+                if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    self.conn.rollback()
+                raise
 
     @staticmethod
     def _unchanged(index: SessionIndex, rev: int) -> bool:
@@ -322,47 +322,51 @@ class PostgresSessionStore(BaseStore):
     ) -> None:
         """Read the rows stamped after ``index.rev`` into ``index`` (all of them into an empty one).
 
-        With ``rev`` None the session's row is read with the rest (in a pipeline: one round trip);
-        otherwise ``rev`` and ``head`` are the session's, read by the caller.
+        The reads go to the server as one multi-statement query (parameters bound client-side by
+        psycopg's quoting), so a refresh costs one round trip whatever it reads. With ``rev`` None
+        (outside a transaction) the session's row is read with the rest, inside a read-only
+        repeatable-read transaction: one snapshot. Otherwise ``rev`` and ``head`` are the
+        session's, read by the caller's transaction, which holds the session's row lock, so no
+        writer of the session commits between the reads.
         """
-        c = self.conn
         sid = index.session_id
         seen = index.rev if index.pred else -1
         full = not index.pred
-        with paused_gc(full):
-            session = (
-                c.execute("SELECT rev, head FROM sessions WHERE id = %s", (sid,))
-                if rev is None
-                else None
-            )
-            nodes = c.execute(
-                "SELECT id, predecessor, bits FROM nodes WHERE session_id = %s AND rev > %s"
-                " ORDER BY rev, ord",
-                (sid, seen),
-            )
-            covers = c.execute(
-                "SELECT c.summary_id, c.node_id FROM nodes n JOIN covers c ON c.summary_id = n.id"
-                " WHERE n.session_id = %s AND n.rev > %s AND n.bits & %s = %s"
-                " ORDER BY c.summary_id, c.position",
-                (sid, seen, KIND_MASK, _SUMMARY_KIND),
-            )
-            marks = c.execute(
-                "SELECT node_id, provider, value FROM marks WHERE session_id = %s AND rev > %s"
-                " ORDER BY rev",
-                (sid, seen),
-            )
-            stamps = c.execute(
-                "SELECT node_id FROM rewound WHERE session_id = %s AND rev > %s", (sid, seen)
-            )
-            if session is not None:
-                row = session.fetchone()
-                if row is None:
+        statements = [
+            "SELECT id, predecessor, bits FROM nodes WHERE session_id = %(s)s AND rev > %(seen)s"
+            " ORDER BY rev, ord",
+            "SELECT c.summary_id, c.node_id FROM nodes n JOIN covers c ON c.summary_id = n.id"
+            " WHERE n.session_id = %(s)s AND n.rev > %(seen)s AND n.bits & %(mask)s = %(summary)s"
+            " ORDER BY c.summary_id, c.position",
+            "SELECT node_id, provider, value FROM marks WHERE session_id = %(s)s"
+            " AND rev > %(seen)s ORDER BY rev",
+            "SELECT node_id FROM rewound WHERE session_id = %(s)s AND rev > %(seen)s",
+        ]
+        if rev is None:
+            statements = [
+                "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+                "SELECT rev, head FROM sessions WHERE id = %(s)s",
+                *statements,
+                "COMMIT",
+            ]
+        params = {"s": sid, "seen": seen, "mask": KIND_MASK, "summary": _SUMMARY_KIND}
+        with paused_gc(full), psycopg.ClientCursor(self.conn) as cur:
+            cur.execute("; ".join(statements), params)
+            answers: list[list[tuple[Any, ...]]] = []
+            while True:
+                if cur.description is not None:
+                    answers.append(cur.fetchall())
+                if not cur.nextset():
+                    break
+            if rev is None:
+                session, *answers = answers
+                if not session:
                     raise UnknownSessionError(sid)
-                rev, head = row
-            assert rev is not None
+                rev, head = session[0]
+            nodes, covers, marks, stamps = answers
             self._rows.pop(sid, None)  # someone else wrote: keep no row across it
             pred, bits = index.pred, index.bits
-            for nid, p, b in nodes.fetchall():
+            for nid, p, b in nodes:
                 if nid in pred:
                     continue
                 if full:
@@ -371,13 +375,14 @@ class PostgresSessionStore(BaseStore):
                 else:
                     index.add(nid, p, b)
             got: dict[str, list[str]] = {}
-            for summary, n in covers.fetchall():
+            for summary, n in covers:
                 got.setdefault(summary, []).append(n)
             for summary, ns in got.items():
                 index.covers[summary] = tuple(ns)
-            for nid, provider, value in marks.fetchall():
+            for nid, provider, value in marks:
                 index.add_marks(provider, value, (nid,))
-            index.stamp_rewound([r[0] for r in stamps.fetchall()])
+            index.stamp_rewound([r[0] for r in stamps])
+        assert rev is not None
         index.rev, index.head = rev, head
 
     def _read_nodes(self, idx: SessionIndex, ids: Sequence[str]) -> list[Node]:
