@@ -17,9 +17,20 @@ caller when two writers meet. A lock held past ``lock_timeout`` seconds, a deadl
 connection is :class:`~graph.errors.StoreBusyError` (``retryable``); nothing was written.
 
 Change tracking: each write bumps the session's ``rev`` under that lock and stamps the rows it writes
-(nodes, markers, rewound stamps) with it, so revisions are committed in order per session. Another
-process's writes are picked up by reading, in one snapshot, the session's ``rev`` and the rows
-stamped after the revision the cached index last saw: a refresh reads only what changed.
+(nodes, markers, rewound stamps) with it, so revisions are committed in order per session; a new
+session's first ``rev`` is the server's clock in microseconds, so a session deleted and made again
+never returns to a revision a cached index saw. Reading a cached index checks the session's
+``rev`` (one indexed read, one round trip); when it moved, the session's ``rev`` and the rows
+stamped after the revision the index last saw are read in one snapshot, as one multi-statement
+query: a refresh reads only what changed, in a second round trip. Node rows never change once
+stored, so the rows :meth:`~graph.store.BaseStore.pending` returns are kept per session and a warm
+``pending()`` with nothing changed costs the revision check alone.
+
+There is no freshness window (answering from the cached index without the check for some
+milliseconds): a marker or append committed by another process would go unseen for that long, and
+two consumers, or a consumer and the person who just wrote a turn, would act on a stale pending.
+LISTEN/NOTIFY would not make the check free either: a notification reaches the client some time
+after the commit, so a read just after another process's commit could still miss it.
 
 Full-text search: each node's indexed text (see :mod:`graph.search`) is stored as a ``tsvector`` of
 the same folded tokens the SQLite store indexes, with the ``simple`` configuration and a GIN index;
@@ -131,6 +142,10 @@ _BUSY = (
     psycopg.OperationalError,
 )
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_FIRST_REV = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
+"""A new session's first revision: the server's clock in microseconds, so a session deleted and
+made again under the same id never comes back to a revision a cached index saw (each write takes
+longer than a microsecond, so no incarnation counts past the next one's start)."""
 _SUMMARY_KIND = node_bits(Kind.SUMMARY, Role.SYSTEM, empty=False, scheduled=False) & KIND_MASK
 _CACHED_ROWS = 1024
 """At most this many node rows are kept per session (a pending this long is read, not kept)."""
@@ -191,6 +206,7 @@ class PostgresSessionStore(BaseStore):
         self.url = url
         self.schema = schema
         self._rows: dict[str, dict[str, NodeRow]] = {}
+        self._reborn: set[str] = set()
         with _translated():
             self.conn = psycopg.connect(url, autocommit=True)
             self.conn.execute(f"SET lock_timeout = {int(lock_timeout * 1000)}")
@@ -251,6 +267,7 @@ class PostgresSessionStore(BaseStore):
     def _forget(self) -> None:
         super()._forget()
         self._rows.clear()
+        self._reborn.clear()
 
     def drop_schema(self) -> None:
         """Drop this store's schema and everything in it (for tests and teardown)."""
@@ -279,7 +296,13 @@ class PostgresSessionStore(BaseStore):
                     is None
                 ):
                     raise UnknownSessionError(session_id)
-        return super()._index(session_id)
+        idx = super()._index(session_id)
+        if session_id in self._reborn:
+            # Deleted and made again by another connection: what the index holds is gone.
+            self._reborn.discard(session_id)
+            self._cache.pop(session_id, None)
+            idx = super()._index(session_id)
+        return idx
 
     def _db_changed(self) -> bool:
         return True  # one indexed read of the session's rev decides (in _db_catch_up)
@@ -315,7 +338,9 @@ class PostgresSessionStore(BaseStore):
 
     @staticmethod
     def _unchanged(index: SessionIndex, rev: int) -> bool:
-        return bool(rev == index.rev and (index.pred or rev == 0))
+        # A new index has rev 0 and a session with rows a higher one, so an equal rev means the
+        # index has read everything up to it (an empty session at 0 has nothing to read).
+        return bool(rev == index.rev)
 
     def _catch_up(
         self, index: SessionIndex, rev: int | None = None, head: str | None = None
@@ -341,6 +366,8 @@ class PostgresSessionStore(BaseStore):
             "SELECT node_id, provider, value FROM marks WHERE session_id = %(s)s"
             " AND rev > %(seen)s ORDER BY rev",
             "SELECT node_id FROM rewound WHERE session_id = %(s)s AND rev > %(seen)s",
+            # A session deleted and made again holds no row the index saw.
+            "SELECT EXISTS (SELECT 1 FROM nodes WHERE session_id = %(s)s AND rev <= %(seen)s)",
         ]
         if rev is None:
             statements = [
@@ -363,8 +390,11 @@ class PostgresSessionStore(BaseStore):
                 if not session:
                     raise UnknownSessionError(sid)
                 rev, head = session[0]
-            nodes, covers, marks, stamps = answers
+            nodes, covers, marks, stamps, ((still,),) = answers
             self._rows.pop(sid, None)  # someone else wrote: keep no row across it
+            if index.pred and not still:
+                self._reborn.add(sid)  # _index builds a new one
+                return
             pred, bits = index.pred, index.bits
             for nid, p, b in nodes:
                 if nid in pred:
@@ -473,7 +503,7 @@ class PostgresSessionStore(BaseStore):
                 self.conn.execute(
                     "INSERT INTO sessions (id, title, created_at, updated_at, head, rev,"
                     " spawned_from, parent_session, metadata, runtime, project)"
-                    " VALUES (%s, %s, %s, %s, NULL, 0, %s, %s, %s, %s, %s)",
+                    f" VALUES (%s, %s, %s, %s, NULL, {_FIRST_REV}, %s, %s, %s, %s, %s)",
                     (
                         session.id,
                         session.title,
