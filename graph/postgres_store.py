@@ -207,6 +207,7 @@ class PostgresSessionStore(BaseStore):
         self.schema = schema
         self._rows: dict[str, dict[str, NodeRow]] = {}
         self._reborn: set[str] = set()
+        self._locked: tuple[str, int, str | None] | None = None
         with _translated():
             self.conn = psycopg.connect(url, autocommit=True)
             self.conn.execute(f"SET lock_timeout = {int(lock_timeout * 1000)}")
@@ -289,14 +290,16 @@ class PostgresSessionStore(BaseStore):
         """
         if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             with _translated():
-                if (
-                    self.conn.execute(
-                        "SELECT 1 FROM sessions WHERE id = %s FOR UPDATE", (session_id,)
-                    ).fetchone()
-                    is None
-                ):
-                    raise UnknownSessionError(session_id)
-        idx = super()._index(session_id)
+                row = self.conn.execute(
+                    "SELECT rev, head FROM sessions WHERE id = %s FOR UPDATE", (session_id,)
+                ).fetchone()
+            if row is None:
+                raise UnknownSessionError(session_id)
+            self._locked = (session_id, *row)  # the catch-up's check, read with the lock
+        try:
+            idx = super()._index(session_id)
+        finally:
+            self._locked = None
         if session_id in self._reborn:
             # Deleted and made again by another connection: what the index holds is gone.
             self._reborn.discard(session_id)
@@ -312,20 +315,25 @@ class PostgresSessionStore(BaseStore):
             if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                 # The caller's transaction holds the session's row lock: no writer of this session
                 # commits between the reads below, so each may take its own snapshot.
-                row = self.conn.execute(
-                    "SELECT rev, head FROM sessions WHERE id = %s", (index.session_id,)
-                ).fetchone()
+                locked = self._locked
+                row: tuple[Any, ...] | None
+                if locked is not None and locked[0] == index.session_id:
+                    row = locked[1:]
+                else:
+                    row = self.conn.execute(
+                        "SELECT rev, head FROM sessions WHERE id = %s", (index.session_id,)
+                    ).fetchone()
                 if row is None:
                     raise UnknownSessionError(index.session_id)
                 if not self._unchanged(index, row[0]):
                     self._catch_up(index, *row)
                 return
-            row = self.conn.execute(
+            found = self.conn.execute(
                 "SELECT rev FROM sessions WHERE id = %s", (index.session_id,)
             ).fetchone()
-            if row is None:
+            if found is None:
                 raise UnknownSessionError(index.session_id)
-            if self._unchanged(index, row[0]):
+            if self._unchanged(index, found[0]):
                 return  # nothing changed: one indexed read
             # The session's rev and the rows stamped up to it, read in one snapshot and one round
             # trip: BEGIN, the reads and COMMIT go out as one query.
