@@ -1,15 +1,25 @@
-"""Shared benchmark harness: repeats, median/min/max, a rich table, targets and JSON output.
+"""Shared benchmark harness: repeats, medians with their spread, a rich table, targets and JSON.
 
 Every script measures alternatives inside one run, so the figures that matter are ratios (this store
 against its floor or its peer) and hold on a noisy machine. Each measurement runs a warm-up, then at
-least five timed runs; the table shows the median with the min and max.
+least five timed runs, the alternatives of a comparison round-robin (floors too); the table shows
+the median with its interquartile spread (p25-p75) and the min and max.
+
+A target's figure carries its spread: :meth:`Bench.ratio` and :attr:`Result.median` return a
+:class:`Figure`, a float that keeps the samples it is the median of (the per-round ratios of two
+interleaved alternatives), and arithmetic with plain numbers or other figures keeps them. A target
+whose spread straddles its bound gets the verdict ``noisy`` ("too noisy to judge") instead of
+``met`` or ``missed``.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import itertools
 import json
+import math
+import operator
 import os
 import platform
 import sqlite3
@@ -17,7 +27,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -29,18 +39,107 @@ from rich.table import Table
 __all__ = [
     "Alt",
     "Bench",
+    "Figure",
     "Result",
     "Target",
+    "VERDICT_STYLE",
     "fmt_seconds",
     "interleaved",
+    "load",
     "machine",
     "measure",
     "parse_args",
+    "quartiles",
     "scratch_db",
     "scratch_dir",
 ]
 
 console = Console(width=max(Console().width, 150))
+
+
+def quartiles(samples: list[float] | tuple[float, ...]) -> tuple[float, float]:
+    """The 25th and 75th percentiles of ``samples`` (inclusive method; one sample: itself twice)."""
+    if len(samples) < 2:
+        return (samples[0], samples[0]) if samples else (math.nan, math.nan)
+    q = statistics.quantiles(samples, n=4, method="inclusive")
+    return q[0], q[2]
+
+
+class Figure(float):
+    """A measured figure (a median, a ratio of medians) that keeps the samples behind it.
+
+    It is a float, so scripts use it as one; its :attr:`low` and :attr:`high` are the 25th and
+    75th percentiles of :attr:`samples`. Multiplying or dividing by a plain number scales the
+    samples; dividing one figure by another pairs their samples when both have as many (the rounds
+    of one interleaved comparison), and otherwise takes the ratio of every pair of samples. Addition and subtraction
+    return plain floats.
+    """
+
+    samples: tuple[float, ...]
+    rounds: int
+    """Which interleaved comparison the samples come from (0: none); equal ones pair by round."""
+    floor: str
+    """What a ratio is measured against (the base of :meth:`Bench.ratio`), ``""`` otherwise."""
+
+    def __new__(
+        cls, value: float, samples: Iterable[float] = (), rounds: int = 0, floor: str = ""
+    ) -> Figure:
+        f = super().__new__(cls, value)
+        f.samples = tuple(samples)
+        f.rounds = rounds
+        f.floor = floor
+        return f
+
+    @property
+    def low(self) -> float:
+        """The 25th percentile of the samples (the figure itself without samples)."""
+        return min(quartiles(self.samples)[0], float(self)) if self.samples else float(self)
+
+    @property
+    def high(self) -> float:
+        """The 75th percentile of the samples (the figure itself without samples)."""
+        return max(quartiles(self.samples)[1], float(self)) if self.samples else float(self)
+
+    def _combine(self, other: object, op: Callable[[float, float], float]) -> Figure | float:
+        value = op(float(self), float(other))  # type: ignore[arg-type]
+        if isinstance(other, Figure):
+            a, b = self.samples, other.samples
+            if not a or not b:
+                return Figure(value)
+            paired = self.rounds and self.rounds == other.rounds and len(a) == len(b)
+            pairs = zip(a, b, strict=True) if paired else itertools.product(a, b)
+            return Figure(
+                value,
+                [op(x, y) for x, y in pairs if y or op is operator.mul],
+                self.rounds if paired else 0,
+                self.floor or other.floor,
+            )
+        if isinstance(other, int | float):
+            return Figure(
+                value, [op(x, float(other)) for x in self.samples], self.rounds, self.floor
+            )
+        return NotImplemented
+
+    def __mul__(self, other: object) -> Figure | float:  # type: ignore[override]
+        return self._combine(other, operator.mul)
+
+    __rmul__ = __mul__  # type: ignore[assignment]
+
+    def __truediv__(self, other: object) -> Figure | float:  # type: ignore[override]
+        return self._combine(other, operator.truediv)
+
+    def __rtruediv__(self, other: object) -> Figure | float:  # type: ignore[override]
+        if isinstance(other, int | float):
+            return Figure(
+                float(other) / float(self),
+                [other / x for x in self.samples if x],
+                self.rounds,
+                self.floor,
+            )
+        return NotImplemented
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Figure, (float(self), self.samples, self.rounds, self.floor))
 
 
 @dataclass
@@ -59,11 +158,23 @@ class Result:
     """Units one run handles (for per-unit figures: nodes walked, rows inserted)."""
     note: str = ""
     """A fact to print beside the time (how many nodes a pending variant returned)."""
+    rounds: int = 0
+    """The interleaved comparison the runs belong to (results of one comparison share it)."""
 
     @property
-    def median(self) -> float:
-        """The median run, in seconds."""
-        return statistics.median(self.runs)
+    def median(self) -> Figure:
+        """The median run, in seconds (a :class:`Figure` keeping every run)."""
+        return Figure(statistics.median(self.runs), self.runs, self.rounds)
+
+    @property
+    def p25(self) -> float:
+        """The 25th percentile of the runs, in seconds."""
+        return quartiles(self.runs)[0]
+
+    @property
+    def p75(self) -> float:
+        """The 75th percentile of the runs, in seconds."""
+        return quartiles(self.runs)[1]
 
     @property
     def min(self) -> float:
@@ -78,7 +189,7 @@ class Result:
 
 @dataclass
 class Target:
-    """One target of the issue with its measured ratio."""
+    """One target of the issue with its measured ratio and that ratio's spread."""
 
     name: str
     ratio: float
@@ -88,11 +199,49 @@ class Target:
     op: str
     """``"<="``: the ratio must stay at or under the limit; ``">="``: at or over it."""
     unit: str = "x"
+    low: float | None = None
+    """The 25th percentile of the figure's samples (from a :class:`Figure` when not given)."""
+    high: float | None = None
+    """The 75th percentile of the figure's samples."""
+    floor: str = ""
+    """What the figure is measured against (the floor or peer of a ratio; from a
+    :meth:`Bench.ratio` figure when not given), for the tables."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.ratio, Figure):
+            if self.low is None and self.ratio.samples:
+                self.low, self.high = self.ratio.low, self.ratio.high
+            self.floor = self.floor or self.ratio.floor
+            self.ratio = float(self.ratio)
+        for name in ("limit", "low", "high"):
+            value = getattr(self, name)
+            if value is not None:
+                setattr(self, name, float(value))
 
     @property
     def met(self) -> bool:
-        """Whether the measured figure meets the target."""
+        """Whether the measured figure (the median) meets the target."""
         return self.ratio <= self.limit if self.op == "<=" else self.ratio >= self.limit
+
+    @property
+    def noisy(self) -> bool:
+        """Whether the spread straddles the bound: this run cannot say whether the target is met."""
+        if self.low is None or self.high is None or self.low == self.high:
+            return False
+        return self.low <= self.limit <= self.high
+
+    @property
+    def verdict(self) -> str:
+        """``"met"``, ``"missed"`` or ``"noisy"`` (too noisy to judge: see :attr:`noisy`)."""
+        if self.noisy:
+            return "noisy"
+        return "met" if self.met else "missed"
+
+    def spread(self) -> str:
+        """The spread as text (``"1.2-1.6x"``), or ``""`` when the figure had no samples."""
+        if self.low is None or self.high is None:
+            return ""
+        return f"{self.low:.3g}-{self.high:.3g}{self.unit}"
 
 
 @dataclass
@@ -106,6 +255,10 @@ class Bench:
     targets: list[Target] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     """Seconds spent on untimed work (data generation), reported so full mode stays practical."""
+    skipped: dict[str, str] = field(default_factory=dict)
+    """What was not measured (what -> why), printed as ``skipped: why`` and kept in the JSON."""
+    load_at_start: tuple[float, float, float] = field(default_factory=lambda: load())
+    """The machine's load averages (1, 5, 15 minutes) when the run began."""
 
     def measure(
         self,
@@ -130,8 +283,33 @@ class Bench:
     ) -> list[Result]:
         """Time alternatives round-robin (see :func:`interleaved`) and record their results."""
         got = interleaved(alts, repeats=repeats or self.repeats)
+        rounds = next(_ROUNDS)
         out = [
-            Result(group, a.name, size, r, a.per, a.note) for a, r in zip(alts, got, strict=True)
+            Result(group, a.name, size, r, a.per, a.note, rounds)
+            for a, r in zip(alts, got, strict=True)
+        ]
+        self.results.extend(out)
+        return out
+
+    def record(
+        self,
+        group: str,
+        size: int,
+        runs: dict[str, list[float]],
+        *,
+        per: int = 1,
+        notes: dict[str, str] | None = None,
+    ) -> list[Result]:
+        """Record alternatives the caller timed itself, round-robin, as one comparison.
+
+        For what the harness cannot time in-process (several writer processes at once): ``runs``
+        maps each alternative to its seconds per run, run ``i`` of each from the same round, so
+        their ratios pair by round as :meth:`compare`'s do.
+        """
+        rounds = next(_ROUNDS)
+        out = [
+            Result(group, name, size, list(r), per, (notes or {}).get(name, ""), rounds)
+            for name, r in runs.items()
         ]
         self.results.extend(out)
         return out
@@ -143,13 +321,48 @@ class Bench:
                 return r
         raise KeyError((group, name, size))
 
-    def ratio(self, group: str, name: str, base: str, size: int) -> float:
-        """Median of ``name`` over median of ``base`` in the same group and size."""
-        return self.get(group, name, size).median / self.get(group, base, size).median
+    def ratio(self, group: str, name: str, base: str, size: int) -> Figure:
+        """Median of ``name`` over median of ``base`` in the same group and size.
 
-    def target(self, name: str, ratio: float, op: str, limit: float, unit: str = "x") -> None:
-        """Record a target and its measured ratio."""
-        self.targets.append(Target(name, ratio, limit, op, unit))
+        The :class:`Figure` returned keeps the per-round ratios of the two alternatives (or, when
+        they were not timed in one comparison, the ratios of every pair of runs) as its spread.
+        """
+        got = self.get(group, name, size).median / self.get(group, base, size).median
+        assert isinstance(got, Figure)
+        got.floor = base
+        return got
+
+    def target(
+        self,
+        name: str,
+        ratio: float,
+        op: str,
+        limit: float,
+        unit: str = "x",
+        *,
+        floor: str = "",
+        spread: tuple[float, float] | None = None,
+    ) -> Target:
+        """Record a target and its measured figure; return it.
+
+        Args:
+            name: What the target measures.
+            ratio: The figure; a :class:`Figure` brings its spread along.
+            op: ``"<="`` or ``">="``.
+            limit: The bound.
+            unit: The figure's unit (``"x"``, ``"%"``, ``"ms"``).
+            floor: What the figure is measured against, for the tables.
+            spread: ``(p25, p75)`` of the figure, when ``ratio`` is a plain float that had one.
+        """
+        low, high = spread if spread is not None else (None, None)
+        t = Target(name, ratio, limit, op, unit, low, high, floor)
+        self.targets.append(t)
+        return t
+
+    def skip(self, what: str, why: str) -> None:
+        """Record (and print at once) that ``what`` was not measured, and why."""
+        self.skipped[what] = why
+        console.print(f"{what}: skipped: {why}")
 
     @contextmanager
     def timed(self, what: str) -> Iterator[None]:
@@ -166,6 +379,7 @@ class Bench:
             ("size", "right"),
             ("alternative", "left"),
             ("median", "right"),
+            ("p25-p75", "right"),
             ("min", "right"),
             ("max", "right"),
             ("per unit", "right"),
@@ -186,6 +400,7 @@ class Bench:
                 f"{r.size:,}",
                 r.name,
                 fmt_seconds(r.median),
+                f"{fmt_seconds(r.p25)}-{fmt_seconds(r.p75)}",
                 fmt_seconds(r.min),
                 fmt_seconds(r.max),
                 fmt_seconds(r.median / r.per) if r.per > 1 else "",
@@ -195,16 +410,19 @@ class Bench:
         console.print(table)
         if self.targets:
             t = Table(title="targets")
-            for col in ("target", "measured", "bound", "met"):
+            for col in ("target", "measured", "p25-p75", "bound", "verdict"):
                 t.add_column(col)
             for g in self.targets:
                 t.add_row(
                     g.name,
                     f"{g.ratio:.3g}{g.unit}",
+                    g.spread(),
                     f"{g.op} {g.limit:g}{g.unit}",
-                    "[green]met[/]" if g.met else "[red]missed[/]",
+                    VERDICT_STYLE[g.verdict],
                 )
             console.print(t)
+        for what, why in self.skipped.items():
+            console.print(f"{what}: skipped: {why}")
         if self.timings:
             console.print(
                 "untimed: " + ", ".join(f"{k} {v:.1f} s" for k, v in self.timings.items())
@@ -217,10 +435,23 @@ class Bench:
             "mode": "quick" if self.quick else "full",
             "repeats": self.repeats,
             "machine": machine(),
+            "load": {"start": list(self.load_at_start), "end": list(load())},
             "results": [
-                {**asdict(r), "median": r.median, "min": r.min, "max": r.max} for r in self.results
+                {
+                    **asdict(r),
+                    "median": float(r.median),
+                    "p25": r.p25,
+                    "p75": r.p75,
+                    "min": r.min,
+                    "max": r.max,
+                }
+                for r in self.results
             ],
-            "targets": [{**asdict(t), "met": t.met} for t in self.targets],
+            "targets": [
+                {**asdict(t), "met": t.met, "noisy": t.noisy, "verdict": t.verdict}
+                for t in self.targets
+            ],
+            "skipped": self.skipped,
             "untimed_seconds": self.timings,
         }
 
@@ -284,6 +515,24 @@ def interleaved(alts: list[Alt], *, repeats: int = 5) -> list[list[float]]:
     return runs
 
 
+_ROUNDS = itertools.count(1)
+
+VERDICT_STYLE = {
+    "met": "[green]met[/]",
+    "missed": "[red]missed[/]",
+    "noisy": "[yellow]noisy: too noisy to judge[/]",
+}
+"""How the tables print each verdict."""
+
+
+def load() -> tuple[float, float, float]:
+    """The machine's load averages over 1, 5 and 15 minutes (NaN where the OS has none)."""
+    try:
+        return os.getloadavg()
+    except OSError:  # pragma: no cover - platforms without load averages
+        return (math.nan, math.nan, math.nan)
+
+
 def fmt_seconds(s: float) -> str:
     """Format seconds with a unit that keeps three significant digits."""
     if s >= 1:
@@ -307,6 +556,7 @@ def machine() -> dict[str, Any]:
         pass
     return {
         "nproc": os.cpu_count(),
+        "load": list(load()),
         "cpu": model,
         "python": sys.version.split()[0],
         "sqlite": sqlite3.sqlite_version,

@@ -17,9 +17,20 @@ caller when two writers meet. A lock held past ``lock_timeout`` seconds, a deadl
 connection is :class:`~graph.errors.StoreBusyError` (``retryable``); nothing was written.
 
 Change tracking: each write bumps the session's ``rev`` under that lock and stamps the rows it writes
-(nodes, markers, rewound stamps) with it, so revisions are committed in order per session. Another
-process's writes are picked up by reading, in one snapshot, the session's ``rev`` and the rows
-stamped after the revision the cached index last saw: a refresh reads only what changed.
+(nodes, markers, rewound stamps) with it, so revisions are committed in order per session; a new
+session's first ``rev`` is the server's clock in microseconds, so a session deleted and made again
+never returns to a revision a cached index saw. Reading a cached index checks the session's
+``rev`` (one indexed read, one round trip); when it moved, the session's ``rev`` and the rows
+stamped after the revision the index last saw are read in one snapshot, as one multi-statement
+query: a refresh reads only what changed, in a second round trip. Node rows never change once
+stored, so the rows :meth:`~graph.store.BaseStore.pending` returns are kept per session and a warm
+``pending()`` with nothing changed costs the revision check alone.
+
+There is no freshness window (answering from the cached index without the check for some
+milliseconds): a marker or append committed by another process would go unseen for that long, and
+two consumers, or a consumer and the person who just wrote a turn, would act on a stale pending.
+LISTEN/NOTIFY would not make the check free either: a notification reaches the client some time
+after the commit, so a read just after another process's commit could still miss it.
 
 Full-text search: each node's indexed text (see :mod:`graph.search`) is stored as a ``tsvector`` of
 the same folded tokens the SQLite store indexes, with the ``simple`` configuration and a GIN index;
@@ -43,8 +54,8 @@ from graph.errors import (
     UnknownSessionError,
 )
 from graph.ids import NodeId, SessionId
-from graph.index import SessionIndex, is_summary_bits
-from graph.models import SearchHit, Session, from_micros, to_micros
+from graph.index import KIND_MASK, SessionIndex, is_summary_bits, node_bits
+from graph.models import Kind, Node, Role, SearchHit, Session, from_micros, to_micros
 from graph.search import (
     RANKED_CANDIDATES,
     Query,
@@ -131,6 +142,15 @@ _BUSY = (
     psycopg.OperationalError,
 )
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_FIRST_REV = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
+"""A new session's first revision: the server's clock in microseconds, so a session deleted and
+made again under the same id never comes back to a revision a cached index saw (each write takes
+longer than a microsecond, so no incarnation counts past the next one's start)."""
+_SUMMARY_KIND = node_bits(Kind.SUMMARY, Role.SYSTEM, empty=False, scheduled=False) & KIND_MASK
+_CACHED_ROWS = 1024
+"""At most this many node rows are kept per session (a pending this long is read, not kept)."""
+_CACHED_SESSIONS = 256
+"""Sessions whose node rows are kept; past it, every kept row is dropped and reading starts over."""
 
 
 @contextmanager
@@ -185,6 +205,9 @@ class PostgresSessionStore(BaseStore):
             raise StoreError(f"postgresql: {schema!r} is not a schema name ([a-z_][a-z0-9_]*)")
         self.url = url
         self.schema = schema
+        self._rows: dict[str, dict[str, NodeRow]] = {}
+        self._reborn: set[str] = set()
+        self._locked: tuple[str, int, str | None] | None = None
         with _translated():
             self.conn = psycopg.connect(url, autocommit=True)
             self.conn.execute(f"SET lock_timeout = {int(lock_timeout * 1000)}")
@@ -242,6 +265,11 @@ class PostgresSessionStore(BaseStore):
         """Close the connection."""
         self.conn.close()
 
+    def _forget(self) -> None:
+        super()._forget()
+        self._rows.clear()
+        self._reborn.clear()
+
     def drop_schema(self) -> None:
         """Drop this store's schema and everything in it (for tests and teardown)."""
         if self.schema is None:
@@ -262,14 +290,22 @@ class PostgresSessionStore(BaseStore):
         """
         if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             with _translated():
-                if (
-                    self.conn.execute(
-                        "SELECT 1 FROM sessions WHERE id = %s FOR UPDATE", (session_id,)
-                    ).fetchone()
-                    is None
-                ):
-                    raise UnknownSessionError(session_id)
-        return super()._index(session_id)
+                row = self.conn.execute(
+                    "SELECT rev, head FROM sessions WHERE id = %s FOR UPDATE", (session_id,)
+                ).fetchone()
+            if row is None:
+                raise UnknownSessionError(session_id)
+            self._locked = (session_id, *row)  # the catch-up's check, read with the lock
+        try:
+            idx = super()._index(session_id)
+        finally:
+            self._locked = None
+        if session_id in self._reborn:
+            # Deleted and made again by another connection: what the index holds is gone.
+            self._reborn.discard(session_id)
+            self._cache.pop(session_id, None)
+            idx = super()._index(session_id)
+        return idx
 
     def _db_changed(self) -> bool:
         return True  # one indexed read of the session's rev decides (in _db_catch_up)
@@ -277,42 +313,98 @@ class PostgresSessionStore(BaseStore):
     def _db_catch_up(self, index: SessionIndex) -> None:
         with _translated():
             if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                self._catch_up(index)  # the caller's transaction holds the session's row lock
+                # The caller's transaction holds the session's row lock: no writer of this session
+                # commits between the reads below, so each may take its own snapshot.
+                locked = self._locked
+                row: tuple[Any, ...] | None
+                if locked is not None and locked[0] == index.session_id:
+                    row = locked[1:]
+                else:
+                    row = self.conn.execute(
+                        "SELECT rev, head FROM sessions WHERE id = %s", (index.session_id,)
+                    ).fetchone()
+                if row is None:
+                    raise UnknownSessionError(index.session_id)
+                if not self._unchanged(index, row[0]):
+                    self._catch_up(index, *row)
                 return
-            row = self.conn.execute(
+            found = self.conn.execute(
                 "SELECT rev FROM sessions WHERE id = %s", (index.session_id,)
             ).fetchone()
-            if row is None:
+            if found is None:
                 raise UnknownSessionError(index.session_id)
-            if row[0] == index.rev and (index.pred or row[0] == 0):
+            if self._unchanged(index, found[0]):
                 return  # nothing changed: one indexed read
-            # The session's rev and the rows stamped up to it, read in one snapshot.
-            self.conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            # The session's rev and the rows stamped up to it, read in one snapshot and one round
+            # trip: BEGIN, the reads and COMMIT go out as one query.
             try:
-                with self.conn.transaction():
-                    self._catch_up(index)
-            finally:
-                self.conn.isolation_level = None
+                self._catch_up(index)
+            except BaseException:
+                if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    self.conn.rollback()
+                raise
 
-    def _catch_up(self, index: SessionIndex) -> None:
-        c = self.conn
+    @staticmethod
+    def _unchanged(index: SessionIndex, rev: int) -> bool:
+        # A new index has rev 0 and a session with rows a higher one, so an equal rev means the
+        # index has read everything up to it (an empty session at 0 has nothing to read).
+        return bool(rev == index.rev)
+
+    def _catch_up(
+        self, index: SessionIndex, rev: int | None = None, head: str | None = None
+    ) -> None:
+        """Read the rows stamped after ``index.rev`` into ``index`` (all of them into an empty one).
+
+        The reads go to the server as one multi-statement query (parameters bound client-side by
+        psycopg's quoting), so a refresh costs one round trip whatever it reads. With ``rev`` None
+        (outside a transaction) the session's row is read with the rest, inside a read-only
+        repeatable-read transaction: one snapshot. Otherwise ``rev`` and ``head`` are the
+        session's, read by the caller's transaction, which holds the session's row lock, so no
+        writer of the session commits between the reads.
+        """
         sid = index.session_id
-        row = c.execute("SELECT rev, head FROM sessions WHERE id = %s", (sid,)).fetchone()
-        if row is None:
-            raise UnknownSessionError(sid)
-        rev, head = row
-        if rev == index.rev and (index.pred or rev == 0):
-            return
         seen = index.rev if index.pred else -1
         full = not index.pred
-        with paused_gc(full):
-            summaries: list[str] = []
+        statements = [
+            "SELECT id, predecessor, bits FROM nodes WHERE session_id = %(s)s AND rev > %(seen)s"
+            " ORDER BY rev, ord",
+            "SELECT c.summary_id, c.node_id FROM nodes n JOIN covers c ON c.summary_id = n.id"
+            " WHERE n.session_id = %(s)s AND n.rev > %(seen)s AND n.bits & %(mask)s = %(summary)s"
+            " ORDER BY c.summary_id, c.position",
+            "SELECT node_id, provider, value FROM marks WHERE session_id = %(s)s"
+            " AND rev > %(seen)s ORDER BY rev",
+            "SELECT node_id FROM rewound WHERE session_id = %(s)s AND rev > %(seen)s",
+            # A session deleted and made again holds no row the index saw.
+            "SELECT EXISTS (SELECT 1 FROM nodes WHERE session_id = %(s)s AND rev <= %(seen)s)",
+        ]
+        if rev is None:
+            statements = [
+                "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+                "SELECT rev, head FROM sessions WHERE id = %(s)s",
+                *statements,
+                "COMMIT",
+            ]
+        params = {"s": sid, "seen": seen, "mask": KIND_MASK, "summary": _SUMMARY_KIND}
+        with paused_gc(full), psycopg.ClientCursor(self.conn) as cur:
+            cur.execute("; ".join(statements), params)
+            answers: list[list[tuple[Any, ...]]] = []
+            while True:
+                if cur.description is not None:
+                    answers.append(cur.fetchall())
+                if not cur.nextset():
+                    break
+            if rev is None:
+                session, *answers = answers
+                if not session:
+                    raise UnknownSessionError(sid)
+                rev, head = session[0]
+            nodes, covers, marks, stamps, ((still,),) = answers
+            self._rows.pop(sid, None)  # someone else wrote: keep no row across it
+            if index.pred and not still:
+                self._reborn.add(sid)  # _index builds a new one
+                return
             pred, bits = index.pred, index.bits
-            for nid, p, b in c.execute(
-                "SELECT id, predecessor, bits FROM nodes WHERE session_id = %s AND rev > %s"
-                " ORDER BY rev, ord",
-                (sid, seen),
-            ):
+            for nid, p, b in nodes:
                 if nid in pred:
                     continue
                 if full:
@@ -320,33 +412,40 @@ class PostgresSessionStore(BaseStore):
                     bits[nid] = b
                 else:
                     index.add(nid, p, b)
-                if is_summary_bits(b):
-                    summaries.append(nid)
-            if summaries:
-                got: dict[str, list[str]] = {}
-                for s, n in c.execute(
-                    "SELECT summary_id, node_id FROM covers WHERE summary_id = ANY(%s)"
-                    " ORDER BY summary_id, position",
-                    (summaries,),
-                ):
-                    got.setdefault(s, []).append(n)
-                for s, ns in got.items():
-                    index.covers[s] = tuple(ns)
-            for nid, provider, value in c.execute(
-                "SELECT node_id, provider, value FROM marks WHERE session_id = %s AND rev > %s"
-                " ORDER BY rev",
-                (sid, seen),
-            ):
+            got: dict[str, list[str]] = {}
+            for summary, n in covers:
+                got.setdefault(summary, []).append(n)
+            for summary, ns in got.items():
+                index.covers[summary] = tuple(ns)
+            for nid, provider, value in marks:
                 index.add_marks(provider, value, (nid,))
-            stamped = [
-                r[0]
-                for r in c.execute(
-                    "SELECT node_id FROM rewound WHERE session_id = %s AND rev > %s",
-                    (sid, seen),
-                )
-            ]
-            index.stamp_rewound(stamped)
+            index.stamp_rewound([r[0] for r in stamps])
+        assert rev is not None
         index.rev, index.head = rev, head
+
+    def _read_nodes(self, idx: SessionIndex, ids: Sequence[str]) -> list[Node]:
+        """The nodes of ``ids`` (from a fresh index of their session), their rows kept for next time.
+
+        Node rows never change once stored (markers and rewound stamps live in their own tables and
+        come from the index), so a row read once is the row: a warm :meth:`pending` with nothing
+        changed costs the one revision check of the index and no read of the rows. The kept rows of
+        a session are dropped whenever another connection's write to it is seen, when a
+        transaction rolls back and when the session is deleted, so a row is never served for a
+        node that was deleted and stored again with other content.
+        """
+        if len(ids) > _CACHED_ROWS:
+            return super()._read_nodes(idx, ids)
+        kept = self._rows.get(idx.session_id)
+        if kept is None:
+            if len(self._rows) >= _CACHED_SESSIONS:
+                self._rows.clear()
+            kept = self._rows[idx.session_id] = {}
+        missing = [i for i in ids if i not in kept]
+        if missing:
+            if len(kept) + len(missing) > _CACHED_ROWS:
+                kept.clear()
+            kept.update(self._db_rows(missing))
+        return [self._model(kept[i], idx) for i in ids]
 
     # ---------------------------------------------------------------- sessions
 
@@ -412,7 +511,7 @@ class PostgresSessionStore(BaseStore):
                 self.conn.execute(
                     "INSERT INTO sessions (id, title, created_at, updated_at, head, rev,"
                     " spawned_from, parent_session, metadata, runtime, project)"
-                    " VALUES (%s, %s, %s, %s, NULL, 0, %s, %s, %s, %s, %s)",
+                    f" VALUES (%s, %s, %s, %s, NULL, {_FIRST_REV}, %s, %s, %s, %s, %s)",
                     (
                         session.id,
                         session.title,
@@ -567,6 +666,8 @@ class PostgresSessionStore(BaseStore):
 
     def _db_delete_sessions(self, session_ids: Sequence[str]) -> None:
         ids = list(session_ids)
+        for sid in ids:
+            self._rows.pop(sid, None)
         with _translated():
             for sid in ids:
                 self._bump(sid)  # locks each row first: no writer of these sessions in between

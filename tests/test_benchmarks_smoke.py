@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,7 +48,7 @@ def test_read_nodes_equal_validated_nodes(twin: str, tmp_path: Path) -> None:
     store.close()
 
 
-def test_quick_mode_runs_every_benchmark_and_writes_json(tmp_path: Path) -> None:
+def _run_all(tmp_path: Path, *options: str) -> tuple[dict[str, Any], str]:
     out = tmp_path / "bench.json"
     done = subprocess.run(
         [
@@ -57,15 +59,50 @@ def test_quick_mode_runs_every_benchmark_and_writes_json(tmp_path: Path) -> None
             str(out),
             "--dir",
             str(tmp_path / "scratch"),
+            *options,
         ],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=900,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    data = json.loads(out.read_text())
+    return json.loads(out.read_text()), done.stdout
+
+
+def test_quick_mode_runs_benchmarks_and_prints_every_target_with_a_verdict(
+    tmp_path: Path,
+) -> None:
+    # Two scripts, so the suite stays fast; the next test runs every script when asked.
+    data, stdout = _run_all(tmp_path, "--only", "pending,mark", "--readme")
     assert data["mode"] == "quick"
-    assert {"nproc", "cpu", "python"} <= set(data["machine"])
+    assert {"nproc", "cpu", "python", "load"} <= set(data["machine"])
+    assert len(data["load"]["start"]) == len(data["load"]["end"]) == 3
+    for name in ("pending", "mark"):
+        results = data[name]["results"]
+        assert results, name
+        for r in results:
+            assert len(r["runs"]) >= 5
+            assert r["min"] <= r["p25"] <= r["median"] <= r["p75"] <= r["max"]
+        assert data[name]["targets"], name
+    assert data["targets"]
+    for t in data["targets"]:
+        assert t["verdict"] in ("met", "missed", "noisy")
+        assert t["low"] is not None and t["low"] <= t["high"], t["name"]
+        assert f"| {t['bench']} | {t['name']} |" in stdout
+    assert "load average (1, 5, 15 min)" in stdout
+    assert sum(data["verdicts"].values()) == len(data["targets"])
+    # The ordinal cursor's failure after a fork is reported, not hidden.
+    notes = [r["note"] for r in data["pending"]["results"] if "ordinal" in r["name"]]
+    assert notes and all("WRONG" in n for n in notes)
+
+
+@pytest.mark.skipif(
+    not os.environ.get("SESSIONGRAPH_BENCH_ALL"),
+    reason="every script in quick mode takes minutes: set SESSIONGRAPH_BENCH_ALL=1 to run it",
+)
+def test_quick_mode_runs_every_benchmark_and_writes_json(tmp_path: Path) -> None:
+    data, _ = _run_all(tmp_path)
+    assert not data["failed"]
     for name in ("index", "pending", "mark", "append", "import", "peer", "cli_start"):
         results = data[name]["results"]
         assert results, name
@@ -73,9 +110,18 @@ def test_quick_mode_runs_every_benchmark_and_writes_json(tmp_path: Path) -> None
             assert len(r["runs"]) >= 5
             assert r["min"] <= r["median"] <= r["max"]
         assert data[name]["targets"], name
-    # The ordinal cursor's failure after a fork is reported, not hidden.
-    notes = [r["note"] for r in data["pending"]["results"] if "ordinal" in r["name"]]
-    assert notes and all("WRONG" in n for n in notes)
+
+
+def test_run_all_knows_every_script() -> None:
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import run_all
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    scripts = {p.stem for p in BENCHMARKS.glob("*.py") if p.stem.startswith(("bench_", "crash_"))}
+    modules = {fn.__module__ for fn in run_all.SCRIPTS.values()}
+    # crash_memory_write has no Bench of its own: run_all wraps its trials.
+    assert modules == (scripts - {"crash_memory_write"}) | {"run_all"}
 
 
 class _Recording(MemorySessionStore):
