@@ -20,6 +20,7 @@ refreshes its cached index by reading only the rows newer than the ones it saw.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -59,6 +60,9 @@ from graph.store import (
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SessionStore"]
 
 _CHUNK = 500  # ids per IN (...) query, under SQLite's variable limit
+
+_WAL_HEADER = 48
+"""Bytes of the WAL-index header every commit rewrites (SQLite's ``WalIndexHdr``, first copy)."""
 
 _BUSY = (
     5,
@@ -253,12 +257,19 @@ class SessionStore(BaseStore):
             )
             if tracer is not None:
                 self.conn.set_trace_callback(lambda sql: tracer(sql, None))
-            self.conn.execute("PRAGMA journal_mode=WAL")
+            (mode,) = self.conn.execute("PRAGMA journal_mode=WAL").fetchone()
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.db = sqlite_utils.Database(self.conn)
             self._depth = 0
             self._data_version = -1
+            self._wal_index: int | None = None
+            self._wal_header = b""
             self._migrate()
+        if str(mode).lower() == "wal" and self.path not in (":memory:", ""):
+            try:
+                self._wal_index = os.open(os.path.realpath(self.path) + "-shm", os.O_RDONLY)
+            except OSError:
+                pass  # no shared WAL index to read: every check asks PRAGMA data_version
 
     # ---------------------------------------------------------------- schema
 
@@ -336,11 +347,28 @@ class SessionStore(BaseStore):
 
     def close(self) -> None:
         """Close the connection."""
+        if self._wal_index is not None:
+            os.close(self._wal_index)
+            self._wal_index = None
         self.conn.close()
 
     # ---------------------------------------------------------------- primitives
 
     def _db_changed(self) -> bool:
+        """Whether another connection may have committed since the last call.
+
+        Every commit to a WAL file rewrites the header of its shared WAL index (the first
+        :data:`_WAL_HEADER` bytes of the ``-shm`` file: frame count, checksums, salts), so reading
+        them (well under a microsecond) answers "nothing happened" without a statement. A changed
+        header, which this connection's own commits cause too, is confirmed by ``PRAGMA
+        data_version`` (a few microseconds), which counts only other connections' commits. A commit
+        that returned before this call began is always seen: its header was written first.
+        """
+        if self._wal_index is not None:
+            header = os.pread(self._wal_index, _WAL_HEADER, 0)
+            if header == self._wal_header:
+                return False
+            self._wal_header = header
         (v,) = self.conn.execute("PRAGMA data_version").fetchone()
         if v != self._data_version:
             self._data_version = v
@@ -580,12 +608,11 @@ class SessionStore(BaseStore):
             setattr(idx, field, seq)
 
     def _db_insert_nodes(self, rows: Sequence[NodeRow]) -> None:
+        if len(rows) == 1:
+            self._insert_node(rows[0])
+            return
         with _translated():
-            self.conn.executemany(
-                "INSERT INTO nodes (id, session_id, predecessor, bits, created_at, content, metadata)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [r[:7] for r in rows],
-            )
+            self.conn.executemany(_INSERT_NODE, [r[:7] for r in rows])
             self._advance(rows[0].session_id, "node_seq", "nodes")
             said = [(r.text, r.id) for r in rows if r.text]
             if said:
@@ -597,6 +624,22 @@ class SessionStore(BaseStore):
                 self.conn.executemany(
                     "INSERT INTO covers (summary_id, position, node_id) VALUES (?, ?, ?)", links
                 )
+
+    def _insert_node(self, row: NodeRow) -> None:
+        """Insert one row (a single append): its seq comes back with the insert, no lookups."""
+        c = self.conn
+        with _translated():
+            seq = c.execute(_INSERT_NODE, row[:7]).lastrowid
+            if row.text:
+                c.execute("INSERT INTO node_text (rowid, text) VALUES (?, ?)", (seq, row.text))
+            if row.covers:
+                c.executemany(
+                    "INSERT INTO covers (summary_id, position, node_id) VALUES (?, ?, ?)",
+                    [(row.id, i, n) for i, n in enumerate(row.covers)],
+                )
+        idx = self._cache.get(row.session_id)
+        if idx is not None and seq is not None:
+            idx.node_seq = seq  # under the write lock: no newer row of any session exists
 
     def _db_has_session(self, session_id: str) -> bool:
         with _translated():
@@ -738,6 +781,12 @@ class SessionStore(BaseStore):
                 for table in ("marks", "rewound", "nodes"):
                     c.execute(f"DELETE FROM {table} WHERE session_id IN ({marks})", chunk)
                 c.execute(f"DELETE FROM sessions WHERE id IN ({marks})", chunk)
+
+
+_INSERT_NODE = (
+    "INSERT INTO nodes (id, session_id, predecessor, bits, created_at, content, metadata)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
 
 
 def _chunks(ids: Sequence[str]) -> Iterator[list[str]]:
