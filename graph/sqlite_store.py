@@ -728,7 +728,7 @@ class SessionStore(BaseStore):
                     f" FROM nodes WHERE id IN ({','.join('?' * len(chunk))})",
                     chunk,
                 ):
-                    out[r[0]] = NodeRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], ())
+                    out[r[0]] = _node_row((*r, (), ""))
                     if is_summary_bits(r[3]):
                         summaries.append(r[0])
             for chunk in _chunks(summaries):
@@ -781,6 +781,11 @@ class SessionStore(BaseStore):
                 for table in ("marks", "rewound", "nodes"):
                     c.execute(f"DELETE FROM {table} WHERE session_id IN ({marks})", chunk)
                 c.execute(f"DELETE FROM sessions WHERE id IN ({marks})", chunk)
+
+
+def _node_row(values: tuple[Any, ...]) -> NodeRow:
+    """A :class:`NodeRow` from its nine values in field order, without the keyword machinery."""
+    return tuple.__new__(NodeRow, values)
 
 
 _INSERT_NODE = (

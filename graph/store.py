@@ -17,8 +17,10 @@ import gc
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple
+
+from pydantic import BaseModel
 
 from graph import walks
 from graph.codec import decode, decode_content, encode, encode_content
@@ -37,7 +39,10 @@ from graph.errors import (
 )
 from graph.ids import NodeId, SessionId, new_id
 from graph.index import (
+    KIND_MASK,
     MEMORY_ELIGIBLE,
+    REWOUND,
+    ROLE_MASK,
     Eligibility,
     IndexView,
     SessionIndex,
@@ -205,20 +210,45 @@ def session_origin(metadata: Mapping[str, Any]) -> tuple[str | None, str | None]
     return (runtime if isinstance(runtime, str) and runtime else None), project
 
 
-_NODE_FIELDS = tuple(Node.model_fields)
+def _written_of(idx: SessionIndex, ids: Iterable[str]) -> dict[str, dict[str, tuple[str, ...]]]:
+    """The markers of ``ids`` (node -> provider -> values, sorted), one set intersection per marker.
+
+    It answers :meth:`~graph.index.IndexQueries.written` for a batch at the cost of the marker kinds
+    the session holds, not of one scan of them per node.
+    """
+    if not idx.marks:
+        return {}
+    wanted = set(ids)
+    found: dict[str, dict[str, list[str]]] = {}
+    for (provider, value), members in sorted(idx.marks.items()):
+        for n in wanted & members:  # iterates the smaller set
+            found.setdefault(n, {}).setdefault(provider, []).append(value)
+    return {n: {p: tuple(vs) for p, vs in pv.items()} for n, pv in found.items()}
+
+
+_KINDS = tuple(kind_of_bits(b) for b in range(3))
+_ROLES = tuple(role_of_bits(r << 2) for r in range(4))
+_EPOCH = from_micros(0)
+_NODE_FIELDS = frozenset(Node.model_fields)
+_new_node = Node.__new__
+_set_dict = object.__setattr__
+_set_fields = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 def _construct_node(values: dict[str, Any]) -> Node:
     """Return ``Node.model_construct(**values)`` for values holding every field, in field order.
 
-    It sets what ``model_construct`` sets (the field dict, all fields set, no extra, no private) without
-    its per-field alias and default look-ups, which cost most of a stored node's read time.
+    It sets what ``model_construct`` sets (the field dict, all fields set, no extra, no private) through
+    pydantic's own slots, without its per-field alias and default look-ups, which cost most of a
+    stored node's read time.
     """
-    node = Node.__new__(Node)
-    object.__setattr__(node, "__dict__", values)
-    object.__setattr__(node, "__pydantic_fields_set__", set(_NODE_FIELDS))
-    object.__setattr__(node, "__pydantic_extra__", None)
-    object.__setattr__(node, "__pydantic_private__", None)
+    node = _new_node(Node)
+    _set_dict(node, "__dict__", values)
+    _set_fields(node, set(_NODE_FIELDS))
+    _set_extra(node, None)
+    _set_private(node, None)
     return node
 
 
@@ -1019,30 +1049,37 @@ class BaseStore(ABC):
     # ---------------------------------------------------------------- reads
 
     def _read_nodes(self, idx: SessionIndex, ids: Sequence[str]) -> list[Node]:
+        """The nodes ``ids`` as models: one batched row read, markers and stamps from the index."""
         rows = self._db_rows(ids)
-        return [self._model(rows[i], idx) for i in ids]
+        written = _written_of(idx, ids)
+        build = self._build
+        if not idx.rewound:
+            return [build(rows[i], written.get(i), False) for i in ids]
+        bits = idx.bits
+        return [build(rows[i], written.get(i), bool(bits.get(i, 0) & REWOUND)) for i in ids]
 
     def _model(self, row: NodeRow, idx: SessionIndex) -> Node:
-        written = idx.written(row.id) if idx.marks else None
+        written = _written_of(idx, (row.id,)).get(row.id)
         return self._build(row, written, row.id in idx.bits and idx.is_rewound(row.id))
 
-    def _build(
-        self, row: NodeRow, written: dict[str, tuple[str, ...]] | None, rewound: bool
-    ) -> Node:
+    @staticmethod
+    def _build(row: NodeRow, written: dict[str, tuple[str, ...]] | None, rewound: bool) -> Node:
+        """The model of a stored row, without validating it again (it was validated when written)."""
         meta = {} if row.metadata == _EMPTY_METADATA else decode(row.metadata)
         if written:
             meta["written"] = written
         if rewound:
             meta["rewound"] = True
+        bits = row.bits
         return _construct_node(
             {
                 "id": row.id,
                 "session_id": row.session_id,
                 "predecessor": row.predecessor,
-                "kind": kind_of_bits(row.bits),
-                "role": role_of_bits(row.bits),
+                "kind": _KINDS[bits & KIND_MASK],
+                "role": _ROLES[(bits & ROLE_MASK) >> 2],
                 "content": decode_content(row.content),
-                "created_at": from_micros(row.created_at),
+                "created_at": _EPOCH + timedelta(microseconds=row.created_at),
                 "metadata": meta,
                 "covers": row.covers,
             }
