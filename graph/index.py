@@ -28,6 +28,7 @@ __all__ = [
     "SCHEDULED",
     "REWOUND",
     "SIBLING",
+    "SUMMARY_KIND",
     "Eligibility",
     "Eligible",
     "IndexQueries",
@@ -69,6 +70,10 @@ all artifacts is not counted as one. Test it with :func:`is_artifact`."""
 
 _SUMMARY = _KIND_CODE[Kind.SUMMARY]
 _MESSAGE = _KIND_CODE[Kind.MESSAGE]
+
+SUMMARY_KIND = _SUMMARY
+"""``bits & KIND_MASK`` of a compaction summary (for loops over raw rows that cannot call a function
+per row; :func:`is_summary_bits` says the same)."""
 
 
 def is_artifact(bits: int) -> bool:

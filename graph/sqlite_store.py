@@ -39,7 +39,7 @@ from graph.errors import (
     UnknownSessionError,
 )
 from graph.ids import NodeId, SessionId
-from graph.index import SessionIndex, is_summary_bits, kind_of_bits
+from graph.index import KIND_MASK, SUMMARY_KIND, SessionIndex, is_summary_bits, kind_of_bits
 from graph.models import Kind, SearchHit, Session, from_micros, to_micros
 from graph.search import (
     RANKED_CANDIDATES,
@@ -60,6 +60,8 @@ from graph.store import (
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SessionStore"]
 
 _CHUNK = 500  # ids per IN (...) query, under SQLite's variable limit
+
+_FETCH = 50_000  # rows per fetch of a full index build (bounds the rows held at once)
 
 _WAL_HEADER = 48
 """Bytes of the WAL-index header every commit rewrites (SQLite's ``WalIndexHdr``, first copy)."""
@@ -389,24 +391,29 @@ class SessionStore(BaseStore):
             full = not index.pred and index.node_seq == 0
             with paused_gc(full):
                 summaries: list[str] = []
-                last = index.node_seq
-                pred, bits = index.pred, index.bits
-                for seq, nid, p, b in c.execute(
+                cur = c.execute(
                     "SELECT seq, id, predecessor, bits FROM nodes"
                     " WHERE session_id=? AND seq>? ORDER BY seq",
                     (sid, index.node_seq),
-                ):
-                    last = seq
-                    if nid in pred:
-                        continue
-                    if full:
-                        pred[nid] = p
-                        bits[nid] = b
-                    else:
+                )
+                if full:
+                    # A full build: ids are unique, so each chunk goes in by comprehension.
+                    pred, bits = index.pred, index.bits
+                    while chunk := cur.fetchmany(_FETCH):
+                        pred.update({r[1]: r[2] for r in chunk})
+                        bits.update({r[1]: r[3] for r in chunk})
+                        summaries += [r[1] for r in chunk if r[3] & KIND_MASK == SUMMARY_KIND]
+                        index.node_seq = chunk[-1][0]
+                else:
+                    last = index.node_seq
+                    for seq, nid, p, b in cur:
+                        last = seq
+                        if nid in index.pred:
+                            continue
                         index.add(nid, p, b)
-                    if is_summary_bits(b):
-                        summaries.append(nid)
-                index.node_seq = last
+                        if is_summary_bits(b):
+                            summaries.append(nid)
+                    index.node_seq = last
                 for chunk in _chunks(summaries):
                     got: dict[str, list[str]] = {}
                     for s, n in c.execute(
@@ -417,18 +424,7 @@ class SessionStore(BaseStore):
                         got.setdefault(s, []).append(n)
                     for s, ns in got.items():
                         index.covers[s] = tuple(ns)
-                marks = index.marks
-                for seq, nid, provider, value in c.execute(
-                    "SELECT seq, node_id, provider, value FROM marks"
-                    " WHERE session_id=? AND seq>? ORDER BY seq",
-                    (sid, index.mark_seq),
-                ):
-                    key = (provider, value)
-                    if key in marks:
-                        marks[key].add(nid)
-                    else:
-                        marks[key] = {nid}
-                    index.mark_seq = seq
+                self._catch_up_marks(index)
                 stamped = []
                 for seq, nid in c.execute(
                     "SELECT seq, node_id FROM rewound WHERE session_id=? AND seq>? ORDER BY seq",
@@ -438,6 +434,27 @@ class SessionStore(BaseStore):
                     index.rewound_seq = seq
                 index.stamp_rewound(stamped)
                 index.rev, index.head = row
+
+    def _catch_up_marks(self, index: SessionIndex) -> None:
+        """Add the markers newer than ``index.mark_seq``, grouped per (provider, value) by SQLite.
+
+        One statement (one snapshot) returns each marker kind's node ids as a JSON array and its
+        newest seq, so a session of a million markers costs a few parses, not a loop per row.
+        """
+        import orjson
+
+        marks = index.marks
+        for provider, value, ids, newest in self.conn.execute(
+            "SELECT provider, value, json_group_array(node_id), max(seq) FROM marks"
+            " WHERE session_id=? AND seq>? GROUP BY provider, value",
+            (index.session_id, index.mark_seq),
+        ):
+            key = (provider, value)
+            if key in marks:
+                marks[key].update(orjson.loads(ids))
+            else:
+                marks[key] = set(orjson.loads(ids))
+            index.mark_seq = max(index.mark_seq, newest)
 
     def _session(self, row: tuple[Any, ...]) -> Session:
         sid, title, created, updated, head, spawned_from, parent, meta = row
