@@ -39,7 +39,16 @@ from graph.errors import (
     UnknownSessionError,
 )
 from graph.ids import NodeId, SessionId
-from graph.index import KIND_MASK, SUMMARY_KIND, SessionIndex, is_summary_bits, kind_of_bits
+from graph.index import (
+    KIND_MASK,
+    REWOUND,
+    SIBLING,
+    SUMMARY_KIND,
+    Eligible,
+    SessionIndex,
+    is_summary_bits,
+    kind_of_bits,
+)
 from graph.models import Kind, SearchHit, Session, from_micros, to_micros
 from graph.search import (
     RANKED_CANDIDATES,
@@ -689,6 +698,73 @@ class SessionStore(BaseStore):
             if not found:
                 raise UnknownNodeError(start, session_id)
         return None
+
+    def _db_pending_walk(
+        self, session_id: str, head: str | None, provider: str, value: str, eligible: Eligible
+    ) -> SessionIndex | None:
+        """Walk the stored rows back from the head in one recursive query, to the stopping marker.
+
+        A row stops the walk when it is eligible (its bits match ``eligible``, it is not stamped
+        rewound, it is not a summary with covers) and carries the marker; a sibling-layout summary
+        leads to its last covered node, every other row to its predecessor. The rows come back as a
+        partial index the walk of :func:`graph.walks.walk_pending` then reads as it reads the whole.
+        """
+        mask = eligible.mask & ~REWOUND
+        codes = ",".join(str(int(code)) for code in sorted(eligible.codes)) or "NULL"
+        last = (
+            "(SELECT c.node_id FROM covers c WHERE c.summary_id = n.id"
+            " ORDER BY c.position DESC LIMIT 1)"
+        )
+        columns = (
+            f"n.id, n.predecessor, n.bits, {last} AS last,"
+            " EXISTS (SELECT 1 FROM rewound r WHERE r.node_id = n.id) AS rewound,"
+            f" CASE WHEN n.bits & {KIND_MASK} = {SUMMARY_KIND} AND n.bits & {SIBLING}"
+            f" THEN coalesce({last}, n.predecessor) ELSE n.predecessor END AS next,"
+            f" (n.bits & {mask}) IN ({codes})"
+            f" AND NOT (n.bits & {KIND_MASK} = {SUMMARY_KIND} AND {last} IS NOT NULL)"
+            " AND NOT EXISTS (SELECT 1 FROM rewound r WHERE r.node_id = n.id)"
+            " AND EXISTS (SELECT 1 FROM marks m WHERE m.node_id = n.id AND m.provider = :p"
+            " AND m.value = :v) AS stop"
+        )
+        sql = (
+            f"WITH RECURSIVE up AS (SELECT {columns} FROM nodes n WHERE n.id = :head"
+            f" AND n.session_id = :sid UNION ALL SELECT {columns} FROM up"
+            " JOIN nodes n ON n.id = up.next WHERE NOT up.stop AND n.session_id = :sid)"
+            " SELECT id, predecessor, bits, last, rewound, stop FROM up"
+        )
+        part = SessionIndex(session_id)
+        with _translated():
+            row = self.conn.execute(
+                "SELECT head FROM sessions WHERE id=?", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise UnknownSessionError(session_id)
+            part.head = row[0] if head is None else head
+            if part.head is None:
+                return part
+            summaries = []
+            for nid, p, bits, last_covered, rewound, stop in self.conn.execute(
+                sql, {"head": part.head, "sid": session_id, "p": provider, "v": value}
+            ):
+                part.pred[nid] = p
+                part.bits[nid] = bits | REWOUND if rewound else bits
+                if last_covered is not None:
+                    summaries.append(nid)
+                if stop:
+                    part.add_marks(provider, value, [nid])
+            if not part.pred:
+                raise UnknownNodeError(part.head, session_id)
+            for chunk in _chunks(summaries):
+                got: dict[str, list[str]] = {}
+                for s, n in self.conn.execute(
+                    "SELECT summary_id, node_id FROM covers WHERE summary_id IN"
+                    f" ({','.join('?' * len(chunk))}) ORDER BY summary_id, position",
+                    chunk,
+                ):
+                    got.setdefault(s, []).append(n)
+                for s, ns in got.items():
+                    part.covers[s] = tuple(ns)
+        return part
 
     def _db_node_extras(
         self, session_id: str, ids: Sequence[str]

@@ -44,6 +44,7 @@ from graph.index import (
     REWOUND,
     ROLE_MASK,
     Eligibility,
+    Eligible,
     IndexView,
     SessionIndex,
     as_sibling,
@@ -404,6 +405,21 @@ class BaseStore(ABC):
             if idx.is_live_message(n):
                 return NodeId(n)
             n = idx.pred[n]
+        return None
+
+    def _db_pending_walk(
+        self, session_id: str, head: str | None, provider: str, value: str, eligible: Eligible
+    ) -> SessionIndex | None:
+        """The rows a pending walk from ``head`` visits, as a partial index, read without the session's.
+
+        A backend that can walk its stored rows back from the head (a recursive query) returns an
+        index holding only those rows: the walk's nodes, their bits with rewound stamps, the one
+        marker that stops it and the covers of the summaries on the way. None (the default) means
+        the caller builds the whole index instead.
+
+        Raises:
+            UnknownSessionError, UnknownNodeError.
+        """
         return None
 
     def _db_node_extras(
@@ -1272,10 +1288,35 @@ class BaseStore(ABC):
         head: str | None = None,
         eligible: Eligibility = MEMORY_ELIGIBLE,
     ) -> list[NodeId]:
-        """Return the ids :meth:`pending` would return, without reading their payloads."""
+        """Return the ids :meth:`pending` would return, without reading their payloads.
+
+        With no index of the session cached (a fresh process), the backend walks its stored rows
+        back from the head to the newest marker instead of building the index first, so the cost is
+        the walk, not the session's size.
+        """
+        cold = self._cold_pending(session_id, provider, value, head, eligible)
+        if cold is not None:
+            return cold  # type: ignore[return-value]
         idx = self._index(session_id)
         ids = walks.walk_pending(idx, self._head(idx, head), provider, value, eligible).ids
         return ids  # type: ignore[return-value]
+
+    def _cold_pending(
+        self, session_id: str, provider: str, value: str, head: str | None, eligible: Eligibility
+    ) -> list[str] | None:
+        """The pending ids walked on the backend's rows when no index is cached, else None."""
+        if not isinstance(eligible, Eligible):
+            return None
+        self._note_changes()
+        if session_id in self._cache:
+            return None  # cached: a refresh reads only what changed, and the walk is in memory
+        part = self._db_pending_walk(session_id, head, provider, value, eligible)
+        if part is None:
+            return None
+        try:
+            return walks.walk_pending(part, part.head, provider, value, eligible).ids
+        except KeyError:
+            return None  # the walk left the rows read (a summary's span elsewhere): build the index
 
     def pending(
         self,
@@ -1293,6 +1334,10 @@ class BaseStore(ABC):
         summaries are never pending while their covered nodes exist; a sibling-layout summary on the
         path yields the covered nodes not yet written instead.
 
+        With no index of the session cached (a fresh process), the backend walks its stored rows back
+        from the head instead of building the index, and reads the pending rows with their markers
+        and stamps: the cost is the walk since the newest marker, not the session's size.
+
         Args:
             session_id: The session.
             provider: The consumer's name (``"memory"``).
@@ -1303,6 +1348,9 @@ class BaseStore(ABC):
         Raises:
             UnknownSessionError, UnknownNodeError.
         """
+        cold = self._cold_pending(session_id, provider, value, head, eligible)
+        if cold is not None:
+            return self._read_direct(session_id, cold) if cold else []
         idx = self._index(session_id)
         ids = walks.walk_pending(idx, self._head(idx, head), provider, value, eligible).ids
         return self._read_nodes(idx, ids)
