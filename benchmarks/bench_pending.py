@@ -21,6 +21,9 @@ store object, against the floor of one ``sqlite3`` connection running a recursiv
 to the newest marker, and against opening, building the index and walking it (what a fresh store did
 before it walked its rows).
 
+Live tips (what an end-of-session write lists before writing every branch): ``store.tips`` with the
+tips kept in the index, against the scan of every node it replaced.
+
 The note column says how many nodes each returned; the right answer is 10.
 """
 
@@ -39,7 +42,7 @@ from _harness import Alt, Bench, parse_args, scratch_dir  # noqa: E402
 
 from graph import MEMORY_ELIGIBLE, SessionStore, walks  # noqa: E402
 from graph.cursors import IdSetCursor, OrdinalCursor  # noqa: E402
-from graph.index import REWOUND, IndexView  # noqa: E402
+from graph.index import REWOUND, IndexView, _scan_live_tips  # noqa: E402
 
 
 def _id_set(index: IndexView, head: str, written: set[str]) -> list[str]:
@@ -118,6 +121,21 @@ def _run(bench: Bench, directory: Path, n: int) -> None:
             note += f"; walks {visited} nodes"
         alts.append(Alt(name, fn, note=note))
     bench.compare("pending, 10 unwritten at the head", n, alts)
+    store.tips("p")
+    tips = len(_scan_live_tips(raw.pred, raw.bits))
+    bench.compare(
+        "live tips (what an end-of-session write lists)",
+        n,
+        [
+            Alt("scan of every node (before)", lambda: _scan_live_tips(raw.pred, raw.bits)),
+            Alt(
+                "store.tips, kept in the index",
+                lambda: store.tips("p"),
+                per=tips,
+                note=f"{tips} tips (a side branch every 100 nodes): per unit is per tip",
+            ),
+        ],
+    )
     path = store.path
     store.close()
     _cold(bench, path, n, unwritten)
@@ -199,6 +217,14 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         for n in sizes:
             _run(bench, directory, n)
     small, big = sizes[0], sizes[-1]
+    tips = "live tips (what an end-of-session write lists)"
+    kept = [bench.get(tips, "store.tips, kept in the index", size) for size in (big, small)]
+    bench.target(
+        f"store.tips per tip {big:.0e} / {small:.0e} (flat in session size)",
+        (kept[0].median / kept[0].per) / (kept[1].median / kept[1].per),
+        "<=",
+        2,
+    )
     for name in ("store.pending", "store.pending_ids"):
         full = name if name.endswith("_ids") else "store.pending (reads 10 nodes)"
         bench.target(
