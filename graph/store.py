@@ -479,8 +479,8 @@ class BaseStore(ABC):
 
         The view reads through to the store's cached index: ids, predecessors, children, covers,
         markers, and the questions :class:`~graph.index.IndexQueries` answers per node (kind, role,
-        summary, message, rewound). The check costs one ``PRAGMA data_version`` when nothing changed,
-        and reads only the new rows when something did.
+        summary, message, rewound). When nothing changed the check reads no rows (SQLite: the header of
+        its WAL index), and when something did it reads only the new rows.
 
         Raises:
             UnknownSessionError: no such session.
