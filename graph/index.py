@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import NamedTuple
 
 from graph.models import Kind, Role
 
@@ -28,20 +29,22 @@ __all__ = [
     "SCHEDULED",
     "REWOUND",
     "SIBLING",
-    "SUMMARY_KIND",
     "Eligibility",
     "Eligible",
     "IndexQueries",
     "IndexView",
     "NodeInfo",
     "SessionIndex",
+    "SqlBitTests",
     "as_sibling",
     "is_summary_bits",
     "kind_of_bits",
     "is_artifact",
     "node_bits",
     "role_of_bits",
+    "rewound_bits",
     "same_kind_and_role",
+    "sql_bit_tests",
 ]
 
 _KINDS = (Kind.MESSAGE, Kind.SUMMARY, Kind.EVENT)
@@ -70,10 +73,6 @@ all artifacts is not counted as one. Test it with :func:`is_artifact`."""
 
 _SUMMARY = _KIND_CODE[Kind.SUMMARY]
 _MESSAGE = _KIND_CODE[Kind.MESSAGE]
-
-SUMMARY_KIND = _SUMMARY
-"""``bits & KIND_MASK`` of a compaction summary (for loops over raw rows that cannot call a function
-per row; :func:`is_summary_bits` says the same)."""
 
 
 def is_artifact(bits: int) -> bool:
@@ -127,6 +126,22 @@ def as_sibling(bits: int) -> int:
 def is_summary_bits(bits: int) -> bool:
     """Whether a ``bits`` value is a compaction summary's."""
     return bits & KIND_MASK == _SUMMARY
+
+
+def rewound_bits(bits: int) -> int:
+    """The index's ``bits`` of a stored node that is stamped rewound (:data:`REWOUND` set)."""
+    return bits | REWOUND
+
+
+class SqlBitTests(NamedTuple):
+    """SQL expressions testing a stored ``bits`` column, for queries that walk rows in the database."""
+
+    summary: str
+    """The row is a compaction summary."""
+    sibling: str
+    """The row is a sibling-layout summary (with :attr:`summary`)."""
+    eligible: str
+    """The row's kind, role and flags match the predicate (its rewound stamp is tested apart)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +225,19 @@ class Eligible:
 
 MEMORY_ELIGIBLE = Eligible()
 """The memory writer's default: user or assistant messages with text, not scheduled."""
+
+
+def sql_bit_tests(column: str, eligible: Eligible) -> SqlBitTests:
+    """The tests of :class:`SqlBitTests` on the SQL ``column`` holding a node's stored bits.
+
+    Only integers from this module are written into the expressions (no parameters needed).
+    """
+    codes = ",".join(str(int(c)) for c in sorted(eligible.codes)) or "NULL"
+    return SqlBitTests(
+        summary=f"({column} & {KIND_MASK}) = {_SUMMARY}",
+        sibling=f"({column} & {SIBLING}) != 0",
+        eligible=f"({column} & {eligible.mask & ~REWOUND}) IN ({codes})",
+    )
 
 
 _LIVE_MASK = KIND_MASK | REWOUND | ARTIFACT  # bits & _LIVE_MASK == _MESSAGE: a live message

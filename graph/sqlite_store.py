@@ -40,14 +40,12 @@ from graph.errors import (
 )
 from graph.ids import NodeId, SessionId
 from graph.index import (
-    KIND_MASK,
-    REWOUND,
-    SIBLING,
-    SUMMARY_KIND,
     Eligible,
     SessionIndex,
     is_summary_bits,
     kind_of_bits,
+    rewound_bits,
+    sql_bit_tests,
 )
 from graph.models import Kind, SearchHit, Session, from_micros, to_micros
 from graph.search import (
@@ -411,7 +409,7 @@ class SessionStore(BaseStore):
                     while chunk := cur.fetchmany(_FETCH):
                         pred.update({r[1]: r[2] for r in chunk})
                         bits.update({r[1]: r[3] for r in chunk})
-                        summaries += [r[1] for r in chunk if r[3] & KIND_MASK == SUMMARY_KIND]
+                        summaries += [r[1] for r in chunk if is_summary_bits(r[3])]
                         index.node_seq = chunk[-1][0]
                 else:
                     last = index.node_seq
@@ -709,8 +707,7 @@ class SessionStore(BaseStore):
         leads to its last covered node, every other row to its predecessor. The rows come back as a
         partial index the walk of :func:`graph.walks.walk_pending` then reads as it reads the whole.
         """
-        mask = eligible.mask & ~REWOUND
-        codes = ",".join(str(int(code)) for code in sorted(eligible.codes)) or "NULL"
+        test = sql_bit_tests("n.bits", eligible)
         last = (
             "(SELECT c.node_id FROM covers c WHERE c.summary_id = n.id"
             " ORDER BY c.position DESC LIMIT 1)"
@@ -718,10 +715,9 @@ class SessionStore(BaseStore):
         columns = (
             f"n.id, n.predecessor, n.bits, {last} AS last,"
             " EXISTS (SELECT 1 FROM rewound r WHERE r.node_id = n.id) AS rewound,"
-            f" CASE WHEN n.bits & {KIND_MASK} = {SUMMARY_KIND} AND n.bits & {SIBLING}"
+            f" CASE WHEN {test.summary} AND {test.sibling}"
             f" THEN coalesce({last}, n.predecessor) ELSE n.predecessor END AS next,"
-            f" (n.bits & {mask}) IN ({codes})"
-            f" AND NOT (n.bits & {KIND_MASK} = {SUMMARY_KIND} AND {last} IS NOT NULL)"
+            f" {test.eligible} AND NOT ({test.summary} AND {last} IS NOT NULL)"
             " AND NOT EXISTS (SELECT 1 FROM rewound r WHERE r.node_id = n.id)"
             " AND EXISTS (SELECT 1 FROM marks m WHERE m.node_id = n.id AND m.provider = :p"
             " AND m.value = :v) AS stop"
@@ -747,7 +743,7 @@ class SessionStore(BaseStore):
                 sql, {"head": part.head, "sid": session_id, "p": provider, "v": value}
             ):
                 part.pred[nid] = p
-                part.bits[nid] = bits | REWOUND if rewound else bits
+                part.bits[nid] = rewound_bits(bits) if rewound else bits
                 if last_covered is not None:
                     summaries.append(nid)
                 if stop:

@@ -39,10 +39,7 @@ from graph.errors import (
 )
 from graph.ids import NodeId, SessionId, new_id
 from graph.index import (
-    KIND_MASK,
     MEMORY_ELIGIBLE,
-    REWOUND,
-    ROLE_MASK,
     Eligibility,
     Eligible,
     IndexView,
@@ -227,8 +224,6 @@ def _written_of(idx: SessionIndex, ids: Iterable[str]) -> dict[str, dict[str, tu
     return {n: {p: tuple(vs) for p, vs in pv.items()} for n, pv in found.items()}
 
 
-_KINDS = tuple(kind_of_bits(b) for b in range(3))
-_ROLES = tuple(role_of_bits(r << 2) for r in range(4))
 _EPOCH = from_micros(0)
 _NODE_FIELDS = frozenset(Node.model_fields)
 _new_node = Node.__new__
@@ -1071,8 +1066,8 @@ class BaseStore(ABC):
         build = self._build
         if not idx.rewound:
             return [build(rows[i], written.get(i), False) for i in ids]
-        bits = idx.bits
-        return [build(rows[i], written.get(i), bool(bits.get(i, 0) & REWOUND)) for i in ids]
+        stamped = idx.is_rewound
+        return [build(rows[i], written.get(i), i in idx.bits and stamped(i)) for i in ids]
 
     def _model(self, row: NodeRow, idx: SessionIndex) -> Node:
         written = _written_of(idx, (row.id,)).get(row.id)
@@ -1092,8 +1087,8 @@ class BaseStore(ABC):
                 "id": row.id,
                 "session_id": row.session_id,
                 "predecessor": row.predecessor,
-                "kind": _KINDS[bits & KIND_MASK],
-                "role": _ROLES[(bits & ROLE_MASK) >> 2],
+                "kind": kind_of_bits(bits),
+                "role": role_of_bits(bits),
                 "content": decode_content(row.content),
                 "created_at": _EPOCH + timedelta(microseconds=row.created_at),
                 "metadata": meta,
