@@ -16,22 +16,33 @@ off 20 nodes before the old chain's end (a user edited a message and went on). F
 * the reference cursors of ``graph.cursors`` (``IdSetCursor``, ``OrdinalCursor``), which read every
   node of the branch as models: up to 1e4 nodes only (1e3 in quick mode; about 0.1 ms per node).
 
+Cold (a fresh process: open the file, then ask): ``store.pending`` and ``store.pending_ids`` on a new
+store object, against the floor of one ``sqlite3`` connection running a recursive query from the head
+to the newest marker, and against opening, building the index and walking it (what a fresh store did
+before it walked its rows).
+
+Live tips (what an end-of-session write lists before writing every branch): ``store.tips`` with the
+tips kept in the index, against the scan of every node it replaced.
+
 The note column says how many nodes each returned; the right answer is 10.
 """
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _gen import PENDING, pending_store  # noqa: E402
 from _harness import Alt, Bench, parse_args, scratch_dir  # noqa: E402
 
-from graph import MEMORY_ELIGIBLE, walks  # noqa: E402
+from graph import MEMORY_ELIGIBLE, SessionStore, walks  # noqa: E402
 from graph.cursors import IdSetCursor, OrdinalCursor  # noqa: E402
-from graph.index import IndexView  # noqa: E402
+from graph.index import REWOUND, IndexView, _scan_live_tips  # noqa: E402
 
 
 def _id_set(index: IndexView, head: str, written: set[str]) -> list[str]:
@@ -110,7 +121,90 @@ def _run(bench: Bench, directory: Path, n: int) -> None:
             note += f"; walks {visited} nodes"
         alts.append(Alt(name, fn, note=note))
     bench.compare("pending, 10 unwritten at the head", n, alts)
+    store.tips("p")
+    tips = len(_scan_live_tips(raw.pred, raw.bits))
+    bench.compare(
+        "live tips (what an end-of-session write lists)",
+        n,
+        [
+            Alt("scan of every node (before)", lambda: _scan_live_tips(raw.pred, raw.bits)),
+            Alt(
+                "store.tips, kept in the index",
+                lambda: store.tips("p"),
+                per=tips,
+                note=f"{tips} tips (a side branch every 100 nodes): per unit is per tip",
+            ),
+        ],
+    )
+    path = store.path
     store.close()
+    _cold(bench, path, n, unwritten)
+
+
+_FLOOR_WALK = (
+    "WITH RECURSIVE up(id, predecessor, stop) AS ("
+    " SELECT id, predecessor, 0 FROM nodes WHERE id = :head"
+    " UNION ALL SELECT n.id, n.predecessor,"
+    " (n.bits & :mask) IN (SELECT value FROM json_each(:codes))"
+    " AND EXISTS (SELECT 1 FROM marks m WHERE m.node_id = n.id AND m.provider = 'memory'"
+    " AND m.value = 'ws')"
+    " FROM up JOIN nodes n ON n.id = up.predecessor WHERE NOT up.stop)"
+    " SELECT id, stop FROM up"
+)
+
+
+def _cold(bench: Bench, path: str, n: int, unwritten: list[str]) -> None:
+    """A fresh process's first pending: open the file and ask, against one recursive query."""
+    codes = json.dumps(sorted(MEMORY_ELIGIBLE.codes))
+    mask = MEMORY_ELIGIBLE.mask & ~REWOUND
+
+    def floor() -> list[str]:
+        conn = sqlite3.connect(path)
+        (head,) = conn.execute("SELECT head FROM sessions WHERE id='p'").fetchone()
+        rows = conn.execute(_FLOOR_WALK, {"head": head, "mask": mask, "codes": codes}).fetchall()
+        conn.close()
+        return [nid for nid, stop in rows if not stop]
+
+    def cold(ids_only: bool) -> list[Any]:
+        store = SessionStore(path)
+        got: list[Any] = (
+            store.pending_ids("p", "memory", "ws")
+            if ids_only
+            else [x.id for x in store.pending("p", "memory", "ws")]
+        )
+        store.close()
+        return got
+
+    def built() -> list[str]:
+        store = SessionStore(path)
+        store.index("p")
+        got = store.pending_ids("p", "memory", "ws")
+        store.close()
+        return got
+
+    g = "cold pending: open the file, then pending"
+    alts = []
+    for name, fn in (
+        ("floor: connect + recursive query from the head", floor),
+        ("store open + pending (reads 10 nodes)", lambda: cold(False)),
+        ("store open + pending_ids", lambda: cold(True)),
+        ("store open + index build + pending_ids (before)", built),
+    ):
+        ids = fn()
+        note = "" if name.startswith("floor") or ids == unwritten else " (WRONG)"
+        alts.append(Alt(name, fn, note=f"returned {len(ids)}{note}"))
+    bench.compare(g, n, alts, repeats=max(bench.repeats, 15))  # each run opens a file: noisy
+    bench.target(
+        f"cold store.pending {n:.0e} / recursive query",
+        bench.ratio(
+            g,
+            "store open + pending (reads 10 nodes)",
+            "floor: connect + recursive query from the head",
+            n,
+        ),
+        "<=",
+        2,
+    )
 
 
 def main(argv: list[str] | None = None) -> dict[str, object]:
@@ -123,6 +217,14 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         for n in sizes:
             _run(bench, directory, n)
     small, big = sizes[0], sizes[-1]
+    tips = "live tips (what an end-of-session write lists)"
+    kept = [bench.get(tips, "store.tips, kept in the index", size) for size in (big, small)]
+    bench.target(
+        f"store.tips per tip {big:.0e} / {small:.0e} (flat in session size)",
+        (kept[0].median / kept[0].per) / (kept[1].median / kept[1].per),
+        "<=",
+        2,
+    )
     for name in ("store.pending", "store.pending_ids"):
         full = name if name.endswith("_ids") else "store.pending (reads 10 nodes)"
         bench.target(

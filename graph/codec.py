@@ -5,8 +5,10 @@ Node content is encoded canonically: every map is written with its keys sorted, 
 content by its bytes. Metadata keeps its key order. A payload is a msgpack map ``{"v": FORMAT_VERSION, "d": data}``. Encoding accepts ``None``, ``bool``,
 ``int``, ``float``, ``str``, ``bytes``, lists, tuples and string-keyed dicts, plus the content blocks
 of :mod:`graph.models` (stored as their field maps). Decoding revives only those plain types and the
-content blocks, through their pydantic models: no msgpack extension type is accepted and nothing is
-ever imported by name.
+content blocks: no msgpack extension type is accepted and nothing is ever imported by name. A stored
+block whose field map is exactly one block type's (what encoding wrote, after the model validated it)
+is rebuilt without validating it again; any other map goes through the pydantic models, which refuse
+what is not a block.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import msgpack
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from graph.errors import CodecError
-from graph.models import Block, Content
+from graph.models import Block, Content, ImageBlock, TextBlock, ToolCallBlock, ToolResultBlock
 
 __all__ = ["FORMAT_VERSION", "decode", "decode_content", "encode", "encode_content"]
 
@@ -30,6 +32,33 @@ FORMAT_VERSION = 1
 def _blocks() -> TypeAdapter[tuple[Block, ...]]:
     """The validator of block tuples, built on first use (building it costs a start-up)."""
     return TypeAdapter(tuple[Block, ...])
+
+
+_BlockModel = type[TextBlock] | type[ToolCallBlock] | type[ToolResultBlock] | type[ImageBlock]
+
+
+def _typed_fields(model: _BlockModel) -> tuple[tuple[str, type], ...]:
+    """The fields of a block model declared ``str`` or ``bool``, with that type."""
+    return tuple(
+        (name, f.annotation)
+        for name, f in model.model_fields.items()
+        if f.annotation in (str, bool)
+    )
+
+
+_BLOCK_TYPES: dict[
+    str, tuple[_BlockModel, tuple[str, ...], frozenset[str], tuple[tuple[str, type], ...]]
+] = {
+    model.model_fields["type"].default: (
+        model,
+        tuple(model.model_fields),
+        frozenset(model.model_fields),
+        _typed_fields(model),
+    )
+    for model in (TextBlock, ToolCallBlock, ToolResultBlock, ImageBlock)
+}
+"""A block's ``type`` -> its model, the exact field names encoding writes for it (in order, as a
+set), and the ``str`` and ``bool`` fields with their types (checked before the block is rebuilt)."""
 
 
 def _default(value: object) -> Any:
@@ -89,12 +118,24 @@ def encode(data: Any, *, canonical: bool = False) -> bytes:
         raise CodecError(type(data).__name__, str(e)) from e
 
 
+_PREFIX = msgpack.packb({"v": FORMAT_VERSION, "d": None})[:-1]
+"""The bytes every payload of this format version starts with: a two-entry map, ``v``, ``d``."""
+
+
 def decode(payload: bytes) -> Any:
     """Decode a payload written by :func:`encode` and return its data.
 
     Raises:
         CodecError: the payload is not msgpack, uses an extension type, or has a newer format version.
     """
+    if payload[:6] == _PREFIX:
+        # What encode writes: the data follows the fixed header, decoded without building the map.
+        try:
+            return msgpack.unpackb(payload[6:], raw=False, ext_hook=_no_ext, strict_map_key=True)
+        except CodecError:
+            raise
+        except Exception as e:
+            raise CodecError("payload", f"not valid msgpack ({e})") from e
     try:
         obj = msgpack.unpackb(payload, raw=False, ext_hook=_no_ext, strict_map_key=True)
     except CodecError:
@@ -128,6 +169,22 @@ def decode_content(payload: bytes) -> Content:
     data = decode(payload)
     if isinstance(data, str):
         return data
+    if type(data) is list:
+        blocks: list[TextBlock | ToolCallBlock | ToolResultBlock | ImageBlock] = []
+        for item in data:
+            kind = _BLOCK_TYPES.get(item.get("type", "")) if type(item) is dict else None
+            if kind is None or item.keys() != kind[2]:
+                break
+            if any(type(item[f]) is not t for f, t in kind[3]):
+                break
+            block = kind[0].__new__(kind[0])
+            object.__setattr__(block, "__dict__", {f: item[f] for f in kind[1]})  # field order
+            object.__setattr__(block, "__pydantic_fields_set__", set(kind[1]))
+            object.__setattr__(block, "__pydantic_extra__", None)
+            object.__setattr__(block, "__pydantic_private__", None)
+            blocks.append(block)
+        else:
+            return tuple(blocks)
     try:
         return _blocks().validate_python(data)
     except ValidationError as e:

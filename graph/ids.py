@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-import uuid
 from typing import NewType
 
 __all__ = ["NodeId", "SessionId", "new_id"]
@@ -47,4 +46,5 @@ def new_id() -> str:
         counter = _counter
     rand_b = int.from_bytes(os.urandom(8), "big") & 0x3FFF_FFFF_FFFF_FFFF
     value = (ms << 80) | (0x7 << 76) | (counter << 64) | (0b10 << 62) | rand_b
-    return str(uuid.UUID(int=value))
+    h = f"{value:032x}"  # str(uuid.UUID(int=value)) without building the object
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import NamedTuple
 
 from graph.models import Kind, Role
 
@@ -34,13 +35,16 @@ __all__ = [
     "IndexView",
     "NodeInfo",
     "SessionIndex",
+    "SqlBitTests",
     "as_sibling",
     "is_summary_bits",
     "kind_of_bits",
     "is_artifact",
     "node_bits",
     "role_of_bits",
+    "rewound_bits",
     "same_kind_and_role",
+    "sql_bit_tests",
 ]
 
 _KINDS = (Kind.MESSAGE, Kind.SUMMARY, Kind.EVENT)
@@ -124,6 +128,22 @@ def is_summary_bits(bits: int) -> bool:
     return bits & KIND_MASK == _SUMMARY
 
 
+def rewound_bits(bits: int) -> int:
+    """The index's ``bits`` of a stored node that is stamped rewound (:data:`REWOUND` set)."""
+    return bits | REWOUND
+
+
+class SqlBitTests(NamedTuple):
+    """SQL expressions testing a stored ``bits`` column, for queries that walk rows in the database."""
+
+    summary: str
+    """The row is a compaction summary."""
+    sibling: str
+    """The row is a sibling-layout summary (with :attr:`summary`)."""
+    eligible: str
+    """The row's kind, role and flags match the predicate (its rewound stamp is tested apart)."""
+
+
 @dataclass(frozen=True, slots=True)
 class NodeInfo:
     """What an eligibility predicate sees of a node: its id and the indexed columns."""
@@ -205,6 +225,37 @@ class Eligible:
 
 MEMORY_ELIGIBLE = Eligible()
 """The memory writer's default: user or assistant messages with text, not scheduled."""
+
+
+def sql_bit_tests(column: str, eligible: Eligible) -> SqlBitTests:
+    """The tests of :class:`SqlBitTests` on the SQL ``column`` holding a node's stored bits.
+
+    Only integers from this module are written into the expressions (no parameters needed).
+    """
+    codes = ",".join(str(int(c)) for c in sorted(eligible.codes)) or "NULL"
+    return SqlBitTests(
+        summary=f"({column} & {KIND_MASK}) = {_SUMMARY}",
+        sibling=f"({column} & {SIBLING}) != 0",
+        eligible=f"({column} & {eligible.mask & ~REWOUND}) IN ({codes})",
+    )
+
+
+_LIVE_MASK = KIND_MASK | REWOUND | ARTIFACT  # bits & _LIVE_MASK == _MESSAGE: a live message
+
+
+def _scan_live_tips(pred: dict[str, str | None], bits: dict[str, int]) -> list[str]:
+    """The live tips, newest first, by one pass over the nodes in reverse insertion order."""
+    below: set[str] = set()
+    tips: list[str] = []
+    for n in reversed(pred):
+        live = bits[n] & _LIVE_MASK == _MESSAGE
+        if live or n in below:
+            if live and n not in below:
+                tips.append(n)
+            p = pred[n]
+            if p is not None:
+                below.add(p)
+    return tips
 
 
 Marks = dict[tuple[str, str], set[str]]
@@ -309,6 +360,8 @@ class SessionIndex(IndexQueries):
         "rewound",
         "stale",
         "_children",
+        "_tips",
+        "_tips_at",
     )
 
     def __init__(self, session_id: str) -> None:
@@ -325,16 +378,50 @@ class SessionIndex(IndexQueries):
         self.rewound = 0
         self.stale = False
         self._children: dict[str, list[str]] | None = None
+        self._tips: dict[str, None] | None = None  # live tips in insertion order, once asked for
+        self._tips_at = 0  # len(pred) when _tips was last brought up to date
 
     def __len__(self) -> int:
         return len(self.pred)
 
     def add(self, node_id: str, predecessor: str | None, bits: int) -> None:
-        """Record a node appended after the index was built."""
+        """Record a node appended after the index was built (its predecessor is recorded already).
+
+        The live tips, once asked for, are kept up to date: a live message becomes a tip and hides
+        the first live message above it, the only tip its arrival can hide. Other nodes neither are
+        tips nor hide one by arriving.
+        """
         self.pred[node_id] = predecessor
         self.bits[node_id] = bits
         if self._children is not None and predecessor is not None:
             self._children.setdefault(predecessor, []).append(node_id)
+        tips = self._tips
+        if tips is None:
+            return
+        if self._tips_at != len(self.pred) - 1:
+            self._tips = None  # nodes arrived without add(): scan again when asked
+            return
+        self._tips_at += 1
+        if bits & _LIVE_MASK == _MESSAGE:
+            pred, all_bits = self.pred, self.bits
+            n = predecessor
+            while n is not None:
+                if all_bits[n] & _LIVE_MASK == _MESSAGE:
+                    tips.pop(n, None)  # not a tip, or no longer one; everything above is hidden
+                    break
+                n = pred[n]
+            tips[node_id] = None
+
+    def live_tip_ids(self) -> list[str]:
+        """The live tips, newest first (see :func:`graph.walks.live_tips`).
+
+        Scanned once (one pass over the nodes), then kept up to date by :meth:`add`; a rewound stamp
+        scans again on the next call.
+        """
+        if self._tips is None or self._tips_at != len(self.pred):
+            self._tips = dict.fromkeys(reversed(_scan_live_tips(self.pred, self.bits)))
+            self._tips_at = len(self.pred)
+        return list(reversed(self._tips))
 
     def add_marks(self, provider: str, value: str, nodes: Iterable[str]) -> None:
         """Record markers written after the index was built."""
@@ -361,6 +448,7 @@ class SessionIndex(IndexQueries):
             if n in bits and not bits[n] & REWOUND:
                 bits[n] |= REWOUND
                 self.rewound += 1
+                self._tips = None
 
     def unstamp_rewound(self, nodes: Iterable[str]) -> None:
         """Undo :meth:`stamp_rewound` (an in-memory rollback)."""
@@ -369,6 +457,7 @@ class SessionIndex(IndexQueries):
             if n in bits and bits[n] & REWOUND:
                 bits[n] &= ~REWOUND
                 self.rewound -= 1
+                self._tips = None
 
     def effective_pred(self, node_id: str) -> str | None:
         """The node before ``node_id`` on the walked path.
@@ -484,6 +573,10 @@ class IndexView(IndexQueries):
     def effective_pred(self, node_id: str) -> str | None:
         """The node before ``node_id`` on the walked path (see :meth:`SessionIndex.effective_pred`)."""
         return self._live.effective_pred(node_id)
+
+    def live_tip_ids(self) -> list[str]:
+        """The live tips, newest first (see :meth:`SessionIndex.live_tip_ids`)."""
+        return self._live.live_tip_ids()
 
     def __repr__(self) -> str:
         return f"IndexView({self.session_id!r}, {len(self)} nodes, head={self.head!r})"

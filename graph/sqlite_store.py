@@ -20,6 +20,7 @@ refreshes its cached index by reading only the rows newer than the ones it saw.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -38,7 +39,14 @@ from graph.errors import (
     UnknownSessionError,
 )
 from graph.ids import NodeId, SessionId
-from graph.index import SessionIndex, is_summary_bits, kind_of_bits
+from graph.index import (
+    Eligible,
+    SessionIndex,
+    is_summary_bits,
+    kind_of_bits,
+    rewound_bits,
+    sql_bit_tests,
+)
 from graph.models import Kind, SearchHit, Session, from_micros, to_micros
 from graph.search import (
     RANKED_CANDIDATES,
@@ -59,6 +67,11 @@ from graph.store import (
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SessionStore"]
 
 _CHUNK = 500  # ids per IN (...) query, under SQLite's variable limit
+
+_FETCH = 50_000  # rows per fetch of a full index build (bounds the rows held at once)
+
+_WAL_HEADER = 48
+"""Bytes of the WAL-index header every commit rewrites (SQLite's ``WalIndexHdr``, first copy)."""
 
 _BUSY = (
     5,
@@ -253,12 +266,19 @@ class SessionStore(BaseStore):
             )
             if tracer is not None:
                 self.conn.set_trace_callback(lambda sql: tracer(sql, None))
-            self.conn.execute("PRAGMA journal_mode=WAL")
+            (mode,) = self.conn.execute("PRAGMA journal_mode=WAL").fetchone()
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.db = sqlite_utils.Database(self.conn)
             self._depth = 0
             self._data_version = -1
+            self._wal_index: int | None = None
+            self._wal_header = b""
             self._migrate()
+        if str(mode).lower() == "wal" and self.path not in (":memory:", ""):
+            try:
+                self._wal_index = os.open(os.path.realpath(self.path) + "-shm", os.O_RDONLY)
+            except OSError:
+                pass  # no shared WAL index to read: every check asks PRAGMA data_version
 
     # ---------------------------------------------------------------- schema
 
@@ -336,11 +356,28 @@ class SessionStore(BaseStore):
 
     def close(self) -> None:
         """Close the connection."""
+        if self._wal_index is not None:
+            os.close(self._wal_index)
+            self._wal_index = None
         self.conn.close()
 
     # ---------------------------------------------------------------- primitives
 
     def _db_changed(self) -> bool:
+        """Whether another connection may have committed since the last call.
+
+        Every commit to a WAL file rewrites the header of its shared WAL index (the first
+        :data:`_WAL_HEADER` bytes of the ``-shm`` file: frame count, checksums, salts), so reading
+        them (well under a microsecond) answers "nothing happened" without a statement. A changed
+        header, which this connection's own commits cause too, is confirmed by ``PRAGMA
+        data_version`` (a few microseconds), which counts only other connections' commits. A commit
+        that returned before this call began is always seen: its header was written first.
+        """
+        if self._wal_index is not None:
+            header = os.pread(self._wal_index, _WAL_HEADER, 0)
+            if header == self._wal_header:
+                return False
+            self._wal_header = header
         (v,) = self.conn.execute("PRAGMA data_version").fetchone()
         if v != self._data_version:
             self._data_version = v
@@ -361,24 +398,29 @@ class SessionStore(BaseStore):
             full = not index.pred and index.node_seq == 0
             with paused_gc(full):
                 summaries: list[str] = []
-                last = index.node_seq
-                pred, bits = index.pred, index.bits
-                for seq, nid, p, b in c.execute(
+                cur = c.execute(
                     "SELECT seq, id, predecessor, bits FROM nodes"
                     " WHERE session_id=? AND seq>? ORDER BY seq",
                     (sid, index.node_seq),
-                ):
-                    last = seq
-                    if nid in pred:
-                        continue
-                    if full:
-                        pred[nid] = p
-                        bits[nid] = b
-                    else:
+                )
+                if full:
+                    # A full build: ids are unique, so each chunk goes in by comprehension.
+                    pred, bits = index.pred, index.bits
+                    while chunk := cur.fetchmany(_FETCH):
+                        pred.update({r[1]: r[2] for r in chunk})
+                        bits.update({r[1]: r[3] for r in chunk})
+                        summaries += [r[1] for r in chunk if is_summary_bits(r[3])]
+                        index.node_seq = chunk[-1][0]
+                else:
+                    last = index.node_seq
+                    for seq, nid, p, b in cur:
+                        last = seq
+                        if nid in index.pred:
+                            continue
                         index.add(nid, p, b)
-                    if is_summary_bits(b):
-                        summaries.append(nid)
-                index.node_seq = last
+                        if is_summary_bits(b):
+                            summaries.append(nid)
+                    index.node_seq = last
                 for chunk in _chunks(summaries):
                     got: dict[str, list[str]] = {}
                     for s, n in c.execute(
@@ -389,18 +431,7 @@ class SessionStore(BaseStore):
                         got.setdefault(s, []).append(n)
                     for s, ns in got.items():
                         index.covers[s] = tuple(ns)
-                marks = index.marks
-                for seq, nid, provider, value in c.execute(
-                    "SELECT seq, node_id, provider, value FROM marks"
-                    " WHERE session_id=? AND seq>? ORDER BY seq",
-                    (sid, index.mark_seq),
-                ):
-                    key = (provider, value)
-                    if key in marks:
-                        marks[key].add(nid)
-                    else:
-                        marks[key] = {nid}
-                    index.mark_seq = seq
+                self._catch_up_marks(index)
                 stamped = []
                 for seq, nid in c.execute(
                     "SELECT seq, node_id FROM rewound WHERE session_id=? AND seq>? ORDER BY seq",
@@ -410,6 +441,27 @@ class SessionStore(BaseStore):
                     index.rewound_seq = seq
                 index.stamp_rewound(stamped)
                 index.rev, index.head = row
+
+    def _catch_up_marks(self, index: SessionIndex) -> None:
+        """Add the markers newer than ``index.mark_seq``, grouped per (provider, value) by SQLite.
+
+        One statement (one snapshot) returns each marker kind's node ids as a JSON array and its
+        newest seq, so a session of a million markers costs a few parses, not a loop per row.
+        """
+        import orjson
+
+        marks = index.marks
+        for provider, value, ids, newest in self.conn.execute(
+            "SELECT provider, value, json_group_array(node_id), max(seq) FROM marks"
+            " WHERE session_id=? AND seq>? GROUP BY provider, value",
+            (index.session_id, index.mark_seq),
+        ):
+            key = (provider, value)
+            if key in marks:
+                marks[key].update(orjson.loads(ids))
+            else:
+                marks[key] = set(orjson.loads(ids))
+            index.mark_seq = max(index.mark_seq, newest)
 
     def _session(self, row: tuple[Any, ...]) -> Session:
         sid, title, created, updated, head, spawned_from, parent, meta = row
@@ -580,12 +632,11 @@ class SessionStore(BaseStore):
             setattr(idx, field, seq)
 
     def _db_insert_nodes(self, rows: Sequence[NodeRow]) -> None:
+        if len(rows) == 1:
+            self._insert_node(rows[0])
+            return
         with _translated():
-            self.conn.executemany(
-                "INSERT INTO nodes (id, session_id, predecessor, bits, created_at, content, metadata)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [r[:7] for r in rows],
-            )
+            self.conn.executemany(_INSERT_NODE, [r[:7] for r in rows])
             self._advance(rows[0].session_id, "node_seq", "nodes")
             said = [(r.text, r.id) for r in rows if r.text]
             if said:
@@ -597,6 +648,22 @@ class SessionStore(BaseStore):
                 self.conn.executemany(
                     "INSERT INTO covers (summary_id, position, node_id) VALUES (?, ?, ?)", links
                 )
+
+    def _insert_node(self, row: NodeRow) -> None:
+        """Insert one row (a single append): its seq comes back with the insert, no lookups."""
+        c = self.conn
+        with _translated():
+            seq = c.execute(_INSERT_NODE, row[:7]).lastrowid
+            if row.text:
+                c.execute("INSERT INTO node_text (rowid, text) VALUES (?, ?)", (seq, row.text))
+            if row.covers:
+                c.executemany(
+                    "INSERT INTO covers (summary_id, position, node_id) VALUES (?, ?, ?)",
+                    [(row.id, i, n) for i, n in enumerate(row.covers)],
+                )
+        idx = self._cache.get(row.session_id)
+        if idx is not None and seq is not None:
+            idx.node_seq = seq  # under the write lock: no newer row of any session exists
 
     def _db_has_session(self, session_id: str) -> bool:
         with _translated():
@@ -629,6 +696,71 @@ class SessionStore(BaseStore):
             if not found:
                 raise UnknownNodeError(start, session_id)
         return None
+
+    def _db_pending_walk(
+        self, session_id: str, head: str | None, provider: str, value: str, eligible: Eligible
+    ) -> SessionIndex | None:
+        """Walk the stored rows back from the head in one recursive query, to the stopping marker.
+
+        A row stops the walk when it is eligible (its bits match ``eligible``, it is not stamped
+        rewound, it is not a summary with covers) and carries the marker; a sibling-layout summary
+        leads to its last covered node, every other row to its predecessor. The rows come back as a
+        partial index the walk of :func:`graph.walks.walk_pending` then reads as it reads the whole.
+        """
+        test = sql_bit_tests("n.bits", eligible)
+        last = (
+            "(SELECT c.node_id FROM covers c WHERE c.summary_id = n.id"
+            " ORDER BY c.position DESC LIMIT 1)"
+        )
+        columns = (
+            f"n.id, n.predecessor, n.bits, {last} AS last,"
+            " EXISTS (SELECT 1 FROM rewound r WHERE r.node_id = n.id) AS rewound,"
+            f" CASE WHEN {test.summary} AND {test.sibling}"
+            f" THEN coalesce({last}, n.predecessor) ELSE n.predecessor END AS next,"
+            f" {test.eligible} AND NOT ({test.summary} AND {last} IS NOT NULL)"
+            " AND NOT EXISTS (SELECT 1 FROM rewound r WHERE r.node_id = n.id)"
+            " AND EXISTS (SELECT 1 FROM marks m WHERE m.node_id = n.id AND m.provider = :p"
+            " AND m.value = :v) AS stop"
+        )
+        sql = (
+            f"WITH RECURSIVE up AS (SELECT {columns} FROM nodes n WHERE n.id = :head"
+            f" AND n.session_id = :sid UNION ALL SELECT {columns} FROM up"
+            " JOIN nodes n ON n.id = up.next WHERE NOT up.stop AND n.session_id = :sid)"
+            " SELECT id, predecessor, bits, last, rewound, stop FROM up"
+        )
+        part = SessionIndex(session_id)
+        with _translated():
+            row = self.conn.execute(
+                "SELECT head FROM sessions WHERE id=?", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise UnknownSessionError(session_id)
+            part.head = row[0] if head is None else head
+            if part.head is None:
+                return part
+            summaries = []
+            for nid, p, bits, last_covered, rewound, stop in self.conn.execute(
+                sql, {"head": part.head, "sid": session_id, "p": provider, "v": value}
+            ):
+                part.pred[nid] = p
+                part.bits[nid] = rewound_bits(bits) if rewound else bits
+                if last_covered is not None:
+                    summaries.append(nid)
+                if stop:
+                    part.add_marks(provider, value, [nid])
+            if not part.pred:
+                raise UnknownNodeError(part.head, session_id)
+            for chunk in _chunks(summaries):
+                got: dict[str, list[str]] = {}
+                for s, n in self.conn.execute(
+                    "SELECT summary_id, node_id FROM covers WHERE summary_id IN"
+                    f" ({','.join('?' * len(chunk))}) ORDER BY summary_id, position",
+                    chunk,
+                ):
+                    got.setdefault(s, []).append(n)
+                for s, ns in got.items():
+                    part.covers[s] = tuple(ns)
+        return part
 
     def _db_node_extras(
         self, session_id: str, ids: Sequence[str]
@@ -685,7 +817,7 @@ class SessionStore(BaseStore):
                     f" FROM nodes WHERE id IN ({','.join('?' * len(chunk))})",
                     chunk,
                 ):
-                    out[r[0]] = NodeRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], ())
+                    out[r[0]] = _node_row((*r, (), ""))
                     if is_summary_bits(r[3]):
                         summaries.append(r[0])
             for chunk in _chunks(summaries):
@@ -738,6 +870,17 @@ class SessionStore(BaseStore):
                 for table in ("marks", "rewound", "nodes"):
                     c.execute(f"DELETE FROM {table} WHERE session_id IN ({marks})", chunk)
                 c.execute(f"DELETE FROM sessions WHERE id IN ({marks})", chunk)
+
+
+def _node_row(values: tuple[Any, ...]) -> NodeRow:
+    """A :class:`NodeRow` from its nine values in field order, without the keyword machinery."""
+    return tuple.__new__(NodeRow, values)
+
+
+_INSERT_NODE = (
+    "INSERT INTO nodes (id, session_id, predecessor, bits, created_at, content, metadata)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
 
 
 def _chunks(ids: Sequence[str]) -> Iterator[list[str]]:

@@ -17,8 +17,10 @@ import gc
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple
+
+from pydantic import BaseModel
 
 from graph import walks
 from graph.codec import decode, decode_content, encode, encode_content
@@ -39,6 +41,7 @@ from graph.ids import NodeId, SessionId, new_id
 from graph.index import (
     MEMORY_ELIGIBLE,
     Eligibility,
+    Eligible,
     IndexView,
     SessionIndex,
     as_sibling,
@@ -205,20 +208,43 @@ def session_origin(metadata: Mapping[str, Any]) -> tuple[str | None, str | None]
     return (runtime if isinstance(runtime, str) and runtime else None), project
 
 
-_NODE_FIELDS = tuple(Node.model_fields)
+def _written_of(idx: SessionIndex, ids: Iterable[str]) -> dict[str, dict[str, tuple[str, ...]]]:
+    """The markers of ``ids`` (node -> provider -> values, sorted), one set intersection per marker.
+
+    It answers :meth:`~graph.index.IndexQueries.written` for a batch at the cost of the marker kinds
+    the session holds, not of one scan of them per node.
+    """
+    if not idx.marks:
+        return {}
+    wanted = set(ids)
+    found: dict[str, dict[str, list[str]]] = {}
+    for (provider, value), members in sorted(idx.marks.items()):
+        for n in wanted & members:  # iterates the smaller set
+            found.setdefault(n, {}).setdefault(provider, []).append(value)
+    return {n: {p: tuple(vs) for p, vs in pv.items()} for n, pv in found.items()}
+
+
+_EPOCH = from_micros(0)
+_NODE_FIELDS = frozenset(Node.model_fields)
+_new_node = Node.__new__
+_set_dict = object.__setattr__
+_set_fields = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 def _construct_node(values: dict[str, Any]) -> Node:
     """Return ``Node.model_construct(**values)`` for values holding every field, in field order.
 
-    It sets what ``model_construct`` sets (the field dict, all fields set, no extra, no private) without
-    its per-field alias and default look-ups, which cost most of a stored node's read time.
+    It sets what ``model_construct`` sets (the field dict, all fields set, no extra, no private) through
+    pydantic's own slots, without its per-field alias and default look-ups, which cost most of a
+    stored node's read time.
     """
-    node = Node.__new__(Node)
-    object.__setattr__(node, "__dict__", values)
-    object.__setattr__(node, "__pydantic_fields_set__", set(_NODE_FIELDS))
-    object.__setattr__(node, "__pydantic_extra__", None)
-    object.__setattr__(node, "__pydantic_private__", None)
+    node = _new_node(Node)
+    _set_dict(node, "__dict__", values)
+    _set_fields(node, set(_NODE_FIELDS))
+    _set_extra(node, None)
+    _set_private(node, None)
     return node
 
 
@@ -376,6 +402,21 @@ class BaseStore(ABC):
             n = idx.pred[n]
         return None
 
+    def _db_pending_walk(
+        self, session_id: str, head: str | None, provider: str, value: str, eligible: Eligible
+    ) -> SessionIndex | None:
+        """The rows a pending walk from ``head`` visits, as a partial index, read without the session's.
+
+        A backend that can walk its stored rows back from the head (a recursive query) returns an
+        index holding only those rows: the walk's nodes, their bits with rewound stamps, the one
+        marker that stops it and the covers of the summaries on the way. None (the default) means
+        the caller builds the whole index instead.
+
+        Raises:
+            UnknownSessionError, UnknownNodeError.
+        """
+        return None
+
     def _db_node_extras(
         self, session_id: str, ids: Sequence[str]
     ) -> tuple[dict[str, dict[str, tuple[str, ...]]], set[str]]:
@@ -433,8 +474,8 @@ class BaseStore(ABC):
 
         The view reads through to the store's cached index: ids, predecessors, children, covers,
         markers, and the questions :class:`~graph.index.IndexQueries` answers per node (kind, role,
-        summary, message, rewound). The check costs one ``PRAGMA data_version`` when nothing changed,
-        and reads only the new rows when something did.
+        summary, message, rewound). When nothing changed the check reads no rows (SQLite: the header of
+        its WAL index), and when something did it reads only the new rows.
 
         Raises:
             UnknownSessionError: no such session.
@@ -1019,30 +1060,37 @@ class BaseStore(ABC):
     # ---------------------------------------------------------------- reads
 
     def _read_nodes(self, idx: SessionIndex, ids: Sequence[str]) -> list[Node]:
+        """The nodes ``ids`` as models: one batched row read, markers and stamps from the index."""
         rows = self._db_rows(ids)
-        return [self._model(rows[i], idx) for i in ids]
+        written = _written_of(idx, ids)
+        build = self._build
+        if not idx.rewound:
+            return [build(rows[i], written.get(i), False) for i in ids]
+        stamped = idx.is_rewound
+        return [build(rows[i], written.get(i), i in idx.bits and stamped(i)) for i in ids]
 
     def _model(self, row: NodeRow, idx: SessionIndex) -> Node:
-        written = idx.written(row.id) if idx.marks else None
+        written = _written_of(idx, (row.id,)).get(row.id)
         return self._build(row, written, row.id in idx.bits and idx.is_rewound(row.id))
 
-    def _build(
-        self, row: NodeRow, written: dict[str, tuple[str, ...]] | None, rewound: bool
-    ) -> Node:
+    @staticmethod
+    def _build(row: NodeRow, written: dict[str, tuple[str, ...]] | None, rewound: bool) -> Node:
+        """The model of a stored row, without validating it again (it was validated when written)."""
         meta = {} if row.metadata == _EMPTY_METADATA else decode(row.metadata)
         if written:
             meta["written"] = written
         if rewound:
             meta["rewound"] = True
+        bits = row.bits
         return _construct_node(
             {
                 "id": row.id,
                 "session_id": row.session_id,
                 "predecessor": row.predecessor,
-                "kind": kind_of_bits(row.bits),
-                "role": role_of_bits(row.bits),
+                "kind": kind_of_bits(bits),
+                "role": role_of_bits(bits),
                 "content": decode_content(row.content),
-                "created_at": from_micros(row.created_at),
+                "created_at": _EPOCH + timedelta(microseconds=row.created_at),
                 "metadata": meta,
                 "covers": row.covers,
             }
@@ -1235,10 +1283,35 @@ class BaseStore(ABC):
         head: str | None = None,
         eligible: Eligibility = MEMORY_ELIGIBLE,
     ) -> list[NodeId]:
-        """Return the ids :meth:`pending` would return, without reading their payloads."""
+        """Return the ids :meth:`pending` would return, without reading their payloads.
+
+        With no index of the session cached (a fresh process), the backend walks its stored rows
+        back from the head to the newest marker instead of building the index first, so the cost is
+        the walk, not the session's size.
+        """
+        cold = self._cold_pending(session_id, provider, value, head, eligible)
+        if cold is not None:
+            return cold  # type: ignore[return-value]
         idx = self._index(session_id)
         ids = walks.walk_pending(idx, self._head(idx, head), provider, value, eligible).ids
         return ids  # type: ignore[return-value]
+
+    def _cold_pending(
+        self, session_id: str, provider: str, value: str, head: str | None, eligible: Eligibility
+    ) -> list[str] | None:
+        """The pending ids walked on the backend's rows when no index is cached, else None."""
+        if not isinstance(eligible, Eligible):
+            return None
+        self._note_changes()
+        if session_id in self._cache:
+            return None  # cached: a refresh reads only what changed, and the walk is in memory
+        part = self._db_pending_walk(session_id, head, provider, value, eligible)
+        if part is None:
+            return None
+        try:
+            return walks.walk_pending(part, part.head, provider, value, eligible).ids
+        except KeyError:
+            return None  # the walk left the rows read (a summary's span elsewhere): build the index
 
     def pending(
         self,
@@ -1256,6 +1329,10 @@ class BaseStore(ABC):
         summaries are never pending while their covered nodes exist; a sibling-layout summary on the
         path yields the covered nodes not yet written instead.
 
+        With no index of the session cached (a fresh process), the backend walks its stored rows back
+        from the head instead of building the index, and reads the pending rows with their markers
+        and stamps: the cost is the walk since the newest marker, not the session's size.
+
         Args:
             session_id: The session.
             provider: The consumer's name (``"memory"``).
@@ -1266,6 +1343,9 @@ class BaseStore(ABC):
         Raises:
             UnknownSessionError, UnknownNodeError.
         """
+        cold = self._cold_pending(session_id, provider, value, head, eligible)
+        if cold is not None:
+            return self._read_direct(session_id, cold) if cold else []
         idx = self._index(session_id)
         ids = walks.walk_pending(idx, self._head(idx, head), provider, value, eligible).ids
         return self._read_nodes(idx, ids)

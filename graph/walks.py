@@ -14,7 +14,6 @@ Every walk follows predecessors from a node back towards the root. Two rules hol
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import NamedTuple
 
 from graph.index import (
@@ -240,22 +239,10 @@ def live_tips(index: Index) -> list[str]:
     A live tip is a message that is not rewound and has no live message below it: event nodes (progress
     entries, snapshots) after a message do not hide it, rewound nodes do not count as children, and
     nodes on artifact forks (:data:`graph.index.ARTIFACT`) are neither tips nor hide one. One pass over
-    the nodes in reverse insertion order.
+    the nodes in reverse insertion order the first time; the index then keeps the tips up to date as
+    nodes arrive, so later calls cost the number of tips, not the session's size.
     """
-    below: set[str] = set()
-    tips: list[str] = []
-    pred, bits = index.pred, index.bits
-    order: Iterable[str] = reversed(pred)  # type: ignore[arg-type]  # a dict or its read-only proxy
-    for n in order:
-        b = bits[n]
-        live = b & KIND_MASK == _MESSAGE and not b & (REWOUND | ARTIFACT)
-        if live or n in below:
-            if live and n not in below:
-                tips.append(n)
-            p = pred[n]
-            if p is not None:
-                below.add(p)
-    return tips
+    return index.live_tip_ids()
 
 
 def fork_count(index: Index) -> int:
