@@ -72,8 +72,9 @@ from graph.importers._common import (
     stamp_subtrees,
     stored_ids,
 )
-from graph.importers.jsonl import Line, LineProblems, read_jsonl
+from graph.importers.jsonl import Line, LineProblems, ReadPosition, read_jsonl
 from graph.importers.report import FileReport, TranscriptError
+from graph.importers.resume import FileState, resume_point, save_state
 from graph.models import (
     Block,
     Content,
@@ -119,9 +120,11 @@ class _Transcript:
         return self.path.stem
 
 
-def _read(path: Path, problems: LineProblems, report: FileReport) -> _Transcript:
+def _read(
+    path: Path, problems: LineProblems, report: FileReport, position: ReadPosition | None = None
+) -> _Transcript:
     t = _Transcript(path)
-    for line in read_jsonl(path, problems):
+    for line in read_jsonl(path, problems, position):
         uid = line.data.get("uuid")
         if isinstance(uid, str) and uid:
             if uid in t.entries:
@@ -716,8 +719,20 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
         TranscriptError: the file is not empty but holds no Claude Code entry.
         GraphError: the store refused a write; nothing of the file was stored.
     """
+    path = Path(path)
     with file_import(path, FORMAT) as (report, problems):
-        t = _read(Path(path), problems, report)
+        why = ""
+        if not is_agent_file(path):
+            with store.atomic():
+                saved, why = resume_point(store, path, FORMAT)
+                if saved is not None and _resume(store, path, saved, problems, report):
+                    return report
+            if saved is not None:  # a change the resumed path does not take: read it all again
+                _start_over(report, problems)
+        if why:
+            report.notes.append(f"imported in full: the file was {why}")
+        position = ReadPosition()
+        t = _read(path, problems, report, position)
         if not t.entries and not any(o.data.get("type") in _ENTRY_TYPES for o in t.other):
             if t.other or problems.skipped:
                 raise TranscriptError(
@@ -726,14 +741,22 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
                     f"{len(problems.skipped)} lines skipped)",
                 )
         with store.atomic():
-            if is_agent_file(Path(path)) and t.session_id != Path(path).stem:
+            if is_agent_file(path) and t.session_id != path.stem:
                 _import_agent(store, t, t.session_id, {}, report)
             else:
-                _import_main(store, t, report)
+                main = _import_main(store, t, report)
+                if main is not None:
+                    save_state(store, path, FORMAT, position, _state(t, *main))
     return report
 
 
-def _import_main(store: BaseStore, t: _Transcript, report: FileReport) -> None:
+def _import_main(
+    store: BaseStore, t: _Transcript, report: FileReport
+) -> tuple[str, list[str], dict[str, str | None]] | None:
+    """Import a session file's entries; return (session id, main entries, predecessors) for its state.
+
+    None when no state should be kept (conflicting copies stored apart: resuming does not map them).
+    """
     sid = t.session_id
     main = [u for u, line in t.entries.items() if not line.data.get("isSidechain")]
     side = [u for u, line in t.entries.items() if line.data.get("isSidechain")]
@@ -805,6 +828,7 @@ def _import_main(store: BaseStore, t: _Transcript, report: FileReport) -> None:
         _import_agent(store, sub, sid, tool_calls, agent_report, boundaries=boundaries)
         _merge_agent_report(report, agent_report, agent_problems)
     _note_missing_agents(t, main, report)
+    return None if apart else (sid, main, pred)
 
 
 def _merge_agent_report(report: FileReport, sub: FileReport, problems: LineProblems) -> None:
@@ -1132,3 +1156,216 @@ def _note_missing_agents(t: _Transcript, main: Sequence[str], report: FileReport
         report.notes.append(
             f"sub-agent {a} has progress entries but no transcript file; no session was made"
         )
+
+
+# ------------------------------------------------------------------------------------- resuming
+
+_FRONTIER = 128
+"""How many of the last entries a file's state keeps (with their links) for the fork rules."""
+
+
+def _lite(data: Mapping[str, Any]) -> dict[str, Any]:
+    """What the fork, head and rewind rules read of an entry: its type, flags, time and block types.
+
+    A prompt stays a prompt and a tool result a tool result (:func:`_is_prompt`,
+    :func:`_is_tool_result`), in a few dozen bytes.
+    """
+    out = {k: data[k] for k in ("type", "subtype", "timestamp", "isMeta") if k in data}
+    message = data.get("message")
+    if isinstance(message, Mapping):
+        content = message.get("content")
+        if isinstance(content, str):
+            out["message"] = {"content": "x" if content.strip() else ""}
+        elif isinstance(content, list):
+            kinds = [{"type": b.get("type")} for b in content if isinstance(b, Mapping)]
+            out["message"] = {"content": kinds}
+        else:
+            out["message"] = {}
+    return out
+
+
+def _agent_signatures(path: Path) -> dict[str, list[int]]:
+    """(size in bytes, modification time in ns, inode) of each of the session file's agent files."""
+    out: dict[str, list[int]] = {}
+    for agent in agent_files(path):
+        st = agent.stat()
+        out[str(agent)] = [st.st_size, st.st_mtime_ns, st.st_ino]
+    return out
+
+
+def _state(
+    t: _Transcript, sid: str, main: Sequence[str], pred: Mapping[str, str | None]
+) -> dict[str, Any]:
+    """A session file's state after an import: its session, last entries with links, agent files."""
+    last = list(main)[-_FRONTIER:]
+    return {
+        "session": sid,
+        "frontier": [[u, pred[u], t.entries[u].number, _lite(t.entries[u].data)] for u in last],
+        "agents": _agent_signatures(t.path),
+    }
+
+
+def _start_over(report: FileReport, problems: LineProblems) -> None:
+    """Forget what a resumed read reported, before the file is read again from its start."""
+    problems.skipped.clear()
+    problems.repaired.clear()
+    report.dropped.clear()
+
+
+def _resumable(data: Mapping[str, Any], sid: str) -> bool:
+    """Whether a new entry is one the resumed path imports as a full import would.
+
+    Sidechains, compactions (their covers reach back to the root) and entries of another session
+    are left to a full import.
+    """
+    if data.get("isSidechain") or data.get("isCompactSummary") or _is_boundary(data):
+        return False
+    if data.get("logicalParentUuid") is not None or "compactMetadata" in data:
+        return False
+    other = data.get("sessionId")
+    return other is None or other == sid
+
+
+def _resume(
+    store: BaseStore, path: Path, saved: FileState, problems: LineProblems, report: FileReport
+) -> bool:
+    """Import the lines appended since ``saved``, inside the caller's transaction.
+
+    The rules run over a window: the last entries the state keeps (as :func:`_lite` projections,
+    with their links) and the new entries, so forks, artifacts and rewinds among recent entries are
+    judged as a full import judges them; those entries are stored already and only the new ones are
+    added. Nothing is written, and False returned, when the new lines need what the window does
+    not hold: a new entry following a stored entry older than the window (its other children are
+    not known), a sidechain, a compaction, a changed or new agent file, or a session that is gone.
+
+    Returns:
+        Whether the file was imported.
+    """
+    st = saved.state
+    sid = st.get("session")
+    frontier = st.get("frontier")
+    if not isinstance(sid, str) or not isinstance(frontier, list) or not store.has_session(sid):
+        return False
+    if _agent_signatures(path) != st.get("agents"):
+        return False
+    position = saved.position
+    new = _read(path, problems, report, position)
+    if not all(_resumable(line.data, sid) for line in new.entries.values()):
+        return False
+    window = _Transcript(path)
+    for u, p, number, lite in frontier:
+        window.entries[str(u)] = Line(int(number), {**lite, "uuid": u, "parentUuid": p})
+    ids: set[str] = set(window.entries)
+    for u, line in new.entries.items():
+        ids.add(u)
+        p = line.data.get("parentUuid")
+        if isinstance(p, str):
+            ids.add(p)
+    ids |= {f"{u}@{sid}" for u in list(ids)}
+    located = store.locate(ids)
+    if any(f"{u}@{sid}" in located for u in window.entries):
+        return False
+    known: dict[str, str | None] = {i: None for i, s in located.items() if s == sid}
+    added: list[str] = []
+    for u, line in new.entries.items():
+        if u in window.entries or u in known:
+            report.dropped.append((line.number, u, "a replay of a stored entry's uuid"))
+            continue
+        p = line.data.get("parentUuid")
+        if isinstance(p, str) and p in known and p not in window.entries:
+            return False
+        window.entries[u] = line
+        added.append(u)
+    window.other = new.other
+    main = list(window.entries)
+    fresh = set(added)
+    foreign = {u: s for u, s in located.items() if u in fresh and s != sid}
+    copied, apart = _copies(store, window, sid, foreign, report) if foreign else ({}, {})
+    if apart:
+        return False
+    main = [u for u in main if u not in copied]
+    links = _link(window, main, known, copied, report)
+    pred = links.pred
+    when = _times(window, main)
+    head = _head(window, main)
+    artifacts = _artifacts(window, main, pred, head)
+    _update_session(store, sid, window, new, [u for u in main if u in fresh], links, copied)
+    nodes = []
+    for u in main:
+        if u not in fresh:
+            continue
+        extra = dict(links.extra.get(u, {}))
+        if u in artifacts:
+            extra["artifact"] = True
+        nodes.append(_node(sid, window.entries[u], pred[u], when[u], extra))
+    if head is not None and head in fresh:
+        report.nodes_added += len(store.add_nodes(sid, nodes, head=head))
+    else:
+        report.nodes_added += len(store.add_nodes(sid, nodes))
+    report.session_ids.append(sid)
+    parents_of_new = {pred[u] for u in fresh if u in pred}
+    for point, abandoned in _rewinds(window, main, pred, head):
+        if point in parents_of_new:
+            stamp_subtrees(store, sid, point, abandoned)
+    _note_off_branch(window, [u for u in main if u in fresh], pred, head, artifacts, report)
+    save_state(store, path, FORMAT, position, _state(window, sid, main, pred))
+    return True
+
+
+def _update_session(
+    store: BaseStore,
+    sid: str,
+    window: _Transcript,
+    new: _Transcript,
+    added: Sequence[str],
+    links: _Links,
+    copied: Mapping[str, str],
+) -> None:
+    """Bring the session's title and metadata up to date with the new lines, as a full import would."""
+    current = store.session(sid)
+    meta = dict(current.metadata)
+    for u in added:
+        data = window.entries[u].data
+        for key, name in (("cwd", "cwd"), ("version", "version"), ("gitBranch", "git_branch")):
+            if data.get(key):
+                meta[name] = data[key]
+    if new.other:
+        entries = list(meta.get("entries") or [])
+        seen = {e.get("line") for e in entries if isinstance(e, Mapping)}
+        entries += [{"line": o.number, **o.data} for o in new.other if o.number not in seen]
+        meta["entries"] = entries
+    forked = [u for u in added if isinstance(window.entries[u].data.get("forkedFrom"), Mapping)]
+    source = _fork_source(window, forked or added, links, copied) if forked or copied else None
+    if source is not None:
+        meta["forked_from"] = source
+    title = ""
+    for line in reversed(new.other):
+        if line.data.get("type") in _TITLE_TYPES:
+            title = next(
+                (
+                    str(line.data[k])
+                    for k in ("customTitle", "aiTitle", "title")
+                    if line.data.get(k)
+                ),
+                "",
+            )
+            if title:
+                break
+    titled = any(
+        isinstance(e, Mapping) and e.get("type") in _TITLE_TYPES for e in meta.get("entries", ())
+    )
+    if not title and not titled:  # a summary names the session only when no title entry does
+        summaries = [
+            e
+            for e in meta.get("entries", ())
+            if isinstance(e, Mapping) and e.get("type") == "summary"
+        ]
+        leaves = {e.get("leafUuid") for e in summaries if isinstance(e.get("leafUuid"), str)}
+        stored = {u for u, s in store.locate(leaves).items() if s == sid} if leaves else set()
+        for e in reversed(summaries):
+            if e.get("leafUuid") in window.entries or e.get("leafUuid") in stored:
+                title = str(e.get("summary", ""))
+                break
+    if not title and not current.title:
+        title = _title(_Transcript(window.path, window.entries), added)
+    ensure_session(store, sid, title=title, metadata=meta, created_at=current.created_at)
