@@ -201,6 +201,19 @@ def test_a_grown_file_resumes_and_reads_only_the_new_lines(
     assert (full, again.nodes_added) == ([], 0)
 
 
+def test_every_store_resumes(
+    store: BaseStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / f"{_SID}.jsonl"
+    first = _chain(0, 8, None)
+    _write(path, first)
+    claude_code.import_file(store, path)
+    full = _imported_in_full(monkeypatch)
+    _write(path, _chain(8, 3, first[-1]["uuid"]), "ab")
+    assert claude_code.import_file(store, path).nodes_added == 3
+    assert full == [] and len(store.branch(_SID)) == 11
+
+
 def test_a_rewind_to_a_recent_entry_is_stamped_when_resumed(
     sqlite: BaseStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -317,8 +330,7 @@ def test_the_state_is_written_with_the_nodes_or_not_at_all(
     assert claude_code.import_file(sqlite, path).nodes_added == 10
 
 
-def test_a_memory_store_keeps_states_and_rolls_them_back() -> None:
-    store = MemorySessionStore()
+def test_every_store_keeps_states_and_rolls_them_back(store: BaseStore) -> None:
     store.set_import_state("/a", {"x": 1})
     with pytest.raises(RuntimeError), store.atomic():
         store.set_import_state("/a", {"x": 2})

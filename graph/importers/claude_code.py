@@ -54,7 +54,7 @@ How entries become nodes:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -746,7 +746,18 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
             else:
                 main = _import_main(store, t, report)
                 if main is not None:
-                    save_state(store, path, FORMAT, position, _state(t, *main))
+                    sid, order, pred = main
+                    others = [o.data for o in t.other]
+                    state = _state(
+                        t,
+                        sid,
+                        order,
+                        pred,
+                        agents=_agent_signatures(path),
+                        origin=_origin(t.entries.values()),
+                        settled=_settled(store, sid, others, t.entries),
+                    )
+                    save_state(store, path, FORMAT, position, state)
     return report
 
 
@@ -1193,15 +1204,65 @@ def _agent_signatures(path: Path) -> dict[str, list[int]]:
     return out
 
 
+_ORIGIN = (("cwd", "cwd"), ("version", "version"), ("gitBranch", "git_branch"))
+"""Entry fields copied into the session metadata (entry key, metadata key); the last one wins."""
+
+
+def _origin(entries: Iterable[Line], into: dict[str, Any] | None = None) -> dict[str, Any]:
+    out = dict(into or {})
+    for line in entries:
+        for key, name in _ORIGIN:
+            if line.data.get(key):
+                out[name] = line.data[key]
+    return out
+
+
+def _settled(store: BaseStore, sid: str, entries: Sequence[Any], inside: Mapping[str, Any]) -> bool:
+    """Whether only a new line can change the session's title (see :func:`_title`).
+
+    True when a title entry names it, or it has a title and every ``summary`` entry's leaf is
+    stored (a summary names the session once its leaf arrives). ``entries`` are the lines without
+    a uuid (as stored in the metadata, or their data); ``inside`` holds the uuids read with them.
+    """
+    if any(isinstance(e, Mapping) and e.get("type") in _TITLE_TYPES for e in entries):
+        return True
+    if not store.session(sid).title:
+        return False
+    leaves = {
+        e.get("leafUuid")
+        for e in entries
+        if isinstance(e, Mapping) and e.get("type") == "summary" and e.get("leafUuid") not in inside
+    }
+    if not leaves:
+        return True
+    if not all(isinstance(leaf, str) for leaf in leaves):
+        return False
+    return len(store.locate(leaves)) == len(leaves)
+
+
 def _state(
-    t: _Transcript, sid: str, main: Sequence[str], pred: Mapping[str, str | None]
+    t: _Transcript,
+    sid: str,
+    main: Sequence[str],
+    pred: Mapping[str, str | None],
+    *,
+    agents: dict[str, list[int]],
+    origin: dict[str, Any],
+    settled: bool,
 ) -> dict[str, Any]:
-    """A session file's state after an import: its session, last entries with links, agent files."""
+    """A session file's state after an import: its session, last entries with links, agent files.
+
+    ``origin`` is the session metadata's cwd, version and git branch; ``settled`` says only a new
+    line can change the title (:func:`_settled`). With both, a resumed import that brings neither a
+    new value nor a line without a uuid never reads the session's metadata.
+    """
     last = list(main)[-_FRONTIER:]
     return {
         "session": sid,
         "frontier": [[u, pred[u], t.entries[u].number, _lite(t.entries[u].data)] for u in last],
-        "agents": _agent_signatures(t.path),
+        "agents": agents,
+        "origin": origin,
+        "settled": settled,
     }
 
 
@@ -1246,7 +1307,8 @@ def _resume(
     frontier = st.get("frontier")
     if not isinstance(sid, str) or not isinstance(frontier, list) or not store.has_session(sid):
         return False
-    if _agent_signatures(path) != st.get("agents"):
+    agents = _agent_signatures(path)
+    if agents != st.get("agents"):
         return False
     position = saved.position
     new = _read(path, problems, report, position)
@@ -1289,7 +1351,13 @@ def _resume(
     when = _times(window, main)
     head = _head(window, main)
     artifacts = _artifacts(window, main, pred, head)
-    _update_session(store, sid, window, new, [u for u in main if u in fresh], links, copied)
+    added_ids = [u for u in main if u in fresh]
+    origin = st.get("origin") if isinstance(st.get("origin"), dict) else {}
+    now = _origin((window.entries[u] for u in added_ids), origin)
+    forked = any("forkedFrom" in window.entries[u].data for u in added_ids)
+    settled = bool(st.get("settled"))
+    if new.other or now != origin or forked or copied or not settled:
+        settled = _update_session(store, sid, window, new, added_ids, links, copied)
     nodes = []
     for u in main:
         if u not in fresh:
@@ -1308,7 +1376,8 @@ def _resume(
         if point in parents_of_new:
             stamp_subtrees(store, sid, point, abandoned)
     _note_off_branch(window, [u for u in main if u in fresh], pred, head, artifacts, report)
-    save_state(store, path, FORMAT, position, _state(window, sid, main, pred))
+    state = _state(window, sid, main, pred, agents=agents, origin=now, settled=settled)
+    save_state(store, path, FORMAT, position, state)
     return True
 
 
@@ -1320,15 +1389,14 @@ def _update_session(
     added: Sequence[str],
     links: _Links,
     copied: Mapping[str, str],
-) -> None:
-    """Bring the session's title and metadata up to date with the new lines, as a full import would."""
+) -> bool:
+    """Bring the session's title and metadata up to date with the new lines, as a full import would.
+
+    Returns:
+        Whether only a new line can change the title now (:func:`_settled`).
+    """
     current = store.session(sid)
-    meta = dict(current.metadata)
-    for u in added:
-        data = window.entries[u].data
-        for key, name in (("cwd", "cwd"), ("version", "version"), ("gitBranch", "git_branch")):
-            if data.get(key):
-                meta[name] = data[key]
+    meta = _origin((window.entries[u] for u in added), dict(current.metadata))
     if new.other:
         entries = list(meta.get("entries") or [])
         seen = {e.get("line") for e in entries if isinstance(e, Mapping)}
@@ -1368,4 +1436,8 @@ def _update_session(
                 break
     if not title and not current.title:
         title = _title(_Transcript(window.path, window.entries), added)
-    ensure_session(store, sid, title=title, metadata=meta, created_at=current.created_at)
+    new_title = title if title and title != current.title else None
+    new_meta = meta if meta != dict(current.metadata) else None
+    if new_title is not None or new_meta is not None:
+        store.update_session(sid, title=new_title, metadata=new_meta)
+    return _settled(store, sid, meta.get("entries") or [], window.entries)
