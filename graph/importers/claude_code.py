@@ -1235,9 +1235,8 @@ def _settled(store: BaseStore, sid: str, entries: Sequence[Any], inside: Mapping
     }
     if not leaves:
         return True
-    if not all(isinstance(leaf, str) for leaf in leaves):
-        return False
-    return len(store.locate(leaves)) == len(leaves)
+    named = {leaf for leaf in leaves if isinstance(leaf, str)}
+    return len(named) == len(leaves) and len(store.locate(named)) == len(named)
 
 
 def _state(
@@ -1341,7 +1340,7 @@ def _resume(
     window.other = new.other
     main = list(window.entries)
     fresh = set(added)
-    foreign = {u: s for u, s in located.items() if u in fresh and s != sid}
+    foreign = {str(u): str(s) for u, s in located.items() if u in fresh and s != sid}
     copied, apart = _copies(store, window, sid, foreign, report) if foreign else ({}, {})
     if apart:
         return False
@@ -1428,7 +1427,7 @@ def _update_session(
             for e in meta.get("entries", ())
             if isinstance(e, Mapping) and e.get("type") == "summary"
         ]
-        leaves = {e.get("leafUuid") for e in summaries if isinstance(e.get("leafUuid"), str)}
+        leaves = {str(e["leafUuid"]) for e in summaries if isinstance(e.get("leafUuid"), str)}
         stored = {u for u, s in store.locate(leaves).items() if s == sid} if leaves else set()
         for e in reversed(summaries):
             if e.get("leafUuid") in window.entries or e.get("leafUuid") in stored:
