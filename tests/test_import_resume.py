@@ -60,7 +60,8 @@ def dump(store: BaseStore) -> dict[str, Any]:
 
 
 def _full_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(claude_code, "resume_point", lambda *a: (None, ""))
+    real = claude_code.import_file
+    monkeypatch.setattr(claude_code, "import_file", lambda s, p: real(s, p, resume=False))
 
 
 def _cuts(lines: list[bytes], most: int = 24) -> list[int]:

@@ -703,13 +703,25 @@ def _copies(
 # ------------------------------------------------------------------------------------- import
 
 
-def import_file(store: BaseStore, path: Path) -> FileReport:
+def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileReport:
     """Import one Claude Code session file, with its sub-agent files, in one transaction.
 
     Re-importing changes nothing; a file that grew adds only its new entries (lines whose uuid is
     stored are not turned into nodes at all). An ``agent-*.jsonl`` file given alone is imported as a
     spawned session of its trunk session when that is stored, else as a session of its own. Damage
     never stops the import: see the module docstring for what is repaired and reported.
+
+    A file imported before is resumed from where that import stopped (:mod:`graph.importers.resume`):
+    only the appended lines are read, with the last entries kept in the file's state, so a grown
+    file costs about its new lines. A file truncated, rewritten or replaced since, and appended
+    lines the resumed path does not take (a compaction, a sidechain, a new or changed agent file, an
+    entry following a stored entry older than the kept window), are imported in full; the first
+    three are named in the report's notes.
+
+    Args:
+        store: The store to import into.
+        path: The session file (or an agent file).
+        resume: False reads the whole file even when a recorded state would let it resume.
 
     Returns:
         The file's report (see :class:`~graph.importers.report.FileReport`).
@@ -722,7 +734,7 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
     path = Path(path)
     with file_import(path, FORMAT) as (report, problems):
         why = ""
-        if not is_agent_file(path):
+        if resume and not is_agent_file(path):
             with store.atomic():
                 saved, why = resume_point(store, path, FORMAT)
                 if saved is not None and _resume(store, path, saved, problems, report):
