@@ -164,15 +164,15 @@ def _write(path: Path, entries: list[dict[str, Any]], mode: str = "wb") -> None:
 
 
 def _imported_in_full(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Count the full imports (``_import_main`` calls) from now on."""
+    """Count the full imports (``_plan_main`` calls) from now on."""
     calls: list[int] = []
-    real = claude_code._import_main
+    real = claude_code._plan_main
 
     def spy(*args: Any) -> Any:
         calls.append(1)
         return real(*args)
 
-    monkeypatch.setattr(claude_code, "_import_main", spy)
+    monkeypatch.setattr(claude_code, "_plan_main", spy)
     return calls
 
 
@@ -414,3 +414,63 @@ def test_a_state_of_another_version_is_ignored(sqlite: BaseStore, tmp_path: Path
     sqlite.set_import_state(state_key(path), {"version": 999, "offset": 10**9})
     assert resume_mod.resume_point(sqlite, path, "claude-code") == (None, "")
     assert claude_code.import_file(sqlite, path).nodes_added == 5
+
+
+# ------------------------------------------------------------------------------------- the write lock
+
+
+def test_the_write_lock_is_free_while_a_file_is_worked_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "lock.db"
+    path = tmp_path / f"{_SID}.jsonl"
+    _write(path, _chain(0, 50, None))
+    store = SessionStore(db)
+    other = SessionStore(db, timeout=0.05)
+    real = claude_code._plan_main
+    wrote: list[str] = []
+
+    def plan_while_another_writes(*args: Any) -> Any:
+        planned = real(*args)
+        wrote.append(other.create_session("written meanwhile").id)  # StoreBusyError if locked
+        return planned
+
+    monkeypatch.setattr(claude_code, "_plan_main", plan_while_another_writes)
+    try:
+        report = claude_code.import_file(store, path)
+        assert report.nodes_added == 50 and len(wrote) == 1
+        assert store.has_session(wrote[0])
+    finally:
+        other.close()
+        store.close()
+
+
+def test_a_plan_made_stale_by_another_import_is_worked_out_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "race.db"
+    path = tmp_path / f"{_SID}.jsonl"
+    entries = _chain(0, 30, None)
+    _write(path, entries)
+    store = SessionStore(db)
+    other = SessionStore(db)
+    real = claude_code._plan_main
+    plans: list[int] = []
+
+    def plan_then_lose_the_race(*args: Any) -> Any:
+        planned = real(*args)
+        plans.append(len(planned.nodes))
+        if len(plans) == 1:  # another importer stores the same file first
+            with monkeypatch.context() as m:
+                m.setattr(claude_code, "_plan_main", real)
+                assert claude_code.import_file(other, path, resume=False).nodes_added == 30
+        return planned
+
+    monkeypatch.setattr(claude_code, "_plan_main", plan_then_lose_the_race)
+    try:
+        report = claude_code.import_file(store, path, resume=False)
+        assert plans == [30, 0] and report.nodes_added == 0 and report.error is None
+        assert [n.id for n in store.branch(_SID)] == [e["uuid"] for e in entries]
+    finally:
+        other.close()
+        store.close()

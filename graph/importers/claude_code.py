@@ -62,6 +62,7 @@ from typing import Any
 
 import orjson
 
+from graph.ids import NodeId
 from graph.importers._common import (
     EPOCH,
     ensure_session,
@@ -752,11 +753,20 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
                     f"no Claude Code entry in it ({len(t.other)} objects of no known type, "
                     f"{len(problems.skipped)} lines skipped)",
                 )
+        alone = is_agent_file(path) and t.session_id != path.stem
+        # The plan is worked out from reads, outside the write lock: the lock is held only to
+        # check that what it read still holds, and to write it.
+        existed = store.has_session(t.session_id)
+        plan = None if alone else _plan_main(store, t, report)
         with store.atomic():
-            if is_agent_file(path) and t.session_id != path.stem:
+            if alone:
                 _import_agent(store, t, t.session_id, {}, report)
             else:
-                main = _import_main(store, t, report)
+                assert plan is not None
+                if not _still_true(store, plan, existed):
+                    _rewind_report(report, plan.report_marks)
+                    plan = _plan_main(store, t, report)
+                main = _apply_main(store, t, plan, report)
                 if main is not None:
                     sid, order, pred = main
                     others = [o.data for o in t.other]
@@ -767,25 +777,54 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
                         pred,
                         agents=_agent_signatures(path),
                         origin=_origin(t.entries.values()),
-                        settled=_settled(store, sid, others, t.entries),
+                        settled=_settled(store, store.session(sid).title, others, t.entries),
                     )
                     save_state(store, path, FORMAT, position, state)
     return report
 
 
-def _import_main(
-    store: BaseStore, t: _Transcript, report: FileReport
-) -> tuple[str, list[str], dict[str, str | None]] | None:
-    """Import a session file's entries; return (session id, main entries, predecessors) for its state.
+@dataclass
+class _Plan:
+    """What importing a session file will write, worked out from reads alone (no write lock held)."""
 
-    None when no state should be kept (conflicting copies stored apart: resuming does not map them).
-    """
+    sid: str
+    main: list[str]
+    side: list[str]
+    pred: dict[str, str | None]
+    head: str | None
+    artifacts: set[str]
+    nid: dict[str, str]
+    """uuid -> the id the entry is stored under, for entries kept apart (``<uuid>@<session>``)."""
+    nodes: list[Node]
+    title: str
+    meta: dict[str, Any]
+    created_at: datetime
+    seen: dict[str, str]
+    """What the plan read of the store: node id -> session, for every id it depends on."""
+    report_marks: tuple[int, int, int, int]
+
+
+def _report_marks(report: FileReport) -> tuple[int, int, int, int]:
+    return len(report.dropped), len(report.relinked), len(report.dangling), len(report.notes)
+
+
+def _rewind_report(report: FileReport, marks: tuple[int, int, int, int]) -> None:
+    """Drop what a plan added to the report (it is worked out again)."""
+    dropped, relinked, dangling, notes = marks
+    del report.dropped[dropped:], report.relinked[relinked:]
+    del report.dangling[dangling:], report.notes[notes:]
+
+
+def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
+    """Work out a session file's import from reads of the store: links, repairs, nodes, metadata."""
+    marks = _report_marks(report)
     sid = t.session_id
     main = [u for u, line in t.entries.items() if not line.data.get("isSidechain")]
     side = [u for u, line in t.entries.items() if line.data.get("isSidechain")]
     known = stored_ids(store, sid)
     fresh = [u for u in main if u not in known and f"{u}@{sid}" not in known]
-    copied, apart = _copies(store, t, sid, _foreign(store, fresh), report) if fresh else ({}, {})
+    foreign = _foreign(store, fresh)
+    copied, apart = _copies(store, t, sid, foreign, report) if fresh else ({}, {})
     apart |= {u: f"{u}@{sid}" for u in main if f"{u}@{sid}" in known}  # kept apart before
     main = [u for u in main if u not in copied]
     links = _link(t, main, known, copied, report)
@@ -793,7 +832,6 @@ def _import_main(
     when = _times(t, main)
     head = _head(t, main)
     artifacts = _artifacts(t, main, pred, head)
-    report.session_ids.append(sid)
     meta = _session_meta(t)
     source = _fork_source(t, main, links, copied)
     if source is not None:
@@ -802,13 +840,6 @@ def _import_main(
         report.notes.append(
             f"a copy of session {source['session']} from node {source['node']}{kept}"
         )
-    ensure_session(
-        store,
-        sid,
-        title=_title(t, main),
-        metadata=meta,
-        created_at=min(when.values(), default=EPOCH),
-    )
 
     def nid(u: str) -> str:
         return apart.get(u, u)
@@ -832,16 +863,67 @@ def _import_main(
                 cover = [nid(c) if c in pred else c for c in _covers(pred, known, boundary)]
                 node = node.model_copy(update={"covers": tuple(cover)})
         new.append(node)
+    dangling = {str(e["dangling_parent"]) for e in links.extra.values() if "dangling_parent" in e}
+    depends = set(fresh) | dangling | {n.id for n in new}
+    return _Plan(
+        sid=sid,
+        main=main,
+        side=side,
+        pred=pred,
+        head=head,
+        artifacts=artifacts,
+        nid=apart,
+        nodes=new,
+        title=_title(t, main),
+        meta=meta,
+        created_at=min(when.values(), default=EPOCH),
+        seen=_holders(store, depends),
+        report_marks=marks,
+    )
+
+
+def _holders(store: BaseStore, ids: Iterable[str]) -> dict[str, str]:
+    """Map each of ``ids`` to the session holding it (``""``: none)."""
+    wanted = list(ids)
+    found = store.locate(wanted)
+    return {i: str(found.get(NodeId(i), "")) for i in wanted}
+
+
+def _still_true(store: BaseStore, plan: _Plan, existed: bool) -> bool:
+    """Whether what ``plan`` read still holds (checked under the write lock, before applying it).
+
+    Another process may have imported the same file, or stored a parent or copy the plan depends
+    on, in between: then the plan is worked out again under the lock.
+    """
+    if store.has_session(plan.sid) != existed:
+        return False
+    return _holders(store, plan.seen) == plan.seen
+
+
+def _apply_main(
+    store: BaseStore, t: _Transcript, plan: _Plan, report: FileReport
+) -> tuple[str, list[str], dict[str, str | None]] | None:
+    """Write a planned session file import; return (session id, main entries, predecessors).
+
+    None when no state should be kept (conflicting copies stored apart: resuming does not map them).
+    """
+    sid, main, pred, head, apart = plan.sid, plan.main, plan.pred, plan.head, plan.nid
+    report.session_ids.append(sid)
+    ensure_session(store, sid, title=plan.title, metadata=plan.meta, created_at=plan.created_at)
+
+    def nid(u: str) -> str:
+        return apart.get(u, u)
+
     if head is not None:
-        added = store.add_nodes(sid, new, head=nid(head))
+        added = store.add_nodes(sid, plan.nodes, head=nid(head))
     else:
-        added = store.add_nodes(sid, new)
+        added = store.add_nodes(sid, plan.nodes)
     report.nodes_added += len(added)
     for point, abandoned in _rewinds(t, main, pred, head):
         stamp_subtrees(store, sid, nid(point), [nid(a) for a in abandoned])
-    _note_off_branch(t, main, pred, head, artifacts, report)
+    _note_off_branch(t, main, pred, head, plan.artifacts, report)
     tool_calls = _tool_calls(t, main)
-    _import_sidechains(store, t, sid, side, tool_calls, report)
+    _import_sidechains(store, t, sid, plan.side, tool_calls, report)
     boundaries = _boundaries(t, main, pred)
     for agent in agent_files(t.path):
         # The report's line numbers are the session file's: an agent file's line problems and
@@ -1229,7 +1311,9 @@ def _origin(entries: Iterable[Line], into: dict[str, Any] | None = None) -> dict
     return out
 
 
-def _settled(store: BaseStore, sid: str, entries: Sequence[Any], inside: Mapping[str, Any]) -> bool:
+def _settled(
+    store: BaseStore, title: str, entries: Sequence[Any], inside: Mapping[str, Any]
+) -> bool:
     """Whether only a new line can change the session's title (see :func:`_title`).
 
     True when a title entry names it, or it has a title and every ``summary`` entry's leaf is
@@ -1238,7 +1322,7 @@ def _settled(store: BaseStore, sid: str, entries: Sequence[Any], inside: Mapping
     """
     if any(isinstance(e, Mapping) and e.get("type") in _TITLE_TYPES for e in entries):
         return True
-    if not store.session(sid).title:
+    if not title:
         return False
     leaves = {
         e.get("leafUuid")
@@ -1451,4 +1535,4 @@ def _update_session(
     new_meta = meta if meta != dict(current.metadata) else None
     if new_title is not None or new_meta is not None:
         store.update_session(sid, title=new_title, metadata=new_meta)
-    return _settled(store, sid, meta.get("entries") or [], window.entries)
+    return _settled(store, new_title or current.title, meta.get("entries") or [], window.entries)
