@@ -1,6 +1,6 @@
 """Import of Claude Code, pi and Codex transcripts, against reading and parsing the same files with orjson.
 
-Subject (issue 7, item 5). For each format, generated transcripts of 1e4 and 1e5 entries (quick mode:
+Subject (issue 7, item 5; issue 18's import rows). For each format, generated transcripts of 1e4 and 1e5 entries (quick mode:
 2e3) and, when present, the real corpus (``../shared/corpus``, read in place, never copied). Each
 import runs into a fresh SQLite store file (made before the clock starts); the floor is reading the
 same file and parsing every line with ``orjson``.
@@ -10,6 +10,10 @@ Generated transcripts are seeded and shaped like the corpus: Claude Code entries
 tenth line, a file-history snapshot every fiftieth); pi v3 entries with ``id``/``parentId`` after a
 ``session`` header; Codex rollout lines after ``session_meta`` (user and assistant messages, function
 calls and outputs, token counts). The note column says how many nodes the import stored.
+
+Re-import of a grown Claude Code file: the file imported once, then 10 lines appended before each
+timed run; a full re-read of the file (``resume=False``, what every re-import did before) against
+resuming from the stored offset, warm and cold, and the floor of parsing the new lines.
 """
 
 from __future__ import annotations
@@ -290,6 +294,74 @@ def _run(
     )
 
 
+_GROWTH = 10
+"""Lines appended before each timed re-import."""
+
+
+def _run_grown(bench: Bench, directory: Path, size: int) -> None:
+    """Re-import a Claude Code file of ``size`` entries after it grew by :data:`_GROWTH` lines.
+
+    Before: the whole file read and every rule re-run (``resume=False``). After: resumed from the
+    stored offset and state, with the store warm (a watcher's long-lived store) and cold (a store
+    opened just before, as one ``sessiongraph import`` run). The floor reads and parses the new lines.
+    """
+    repeats = max(5, bench.repeats)
+    lines = claude_code_lines(size + _GROWTH * 4 * (repeats + 2))
+    path = _write(directory / f"grown-{size}.jsonl", lines[:size])
+    db = scratch_db(directory, f"grown-{size}.db")
+    state: dict[str, Any] = {"store": SessionStore(db), "at": size}
+    with bench.timed(f"import claude-code {size:.0e} before growing it"):
+        claude_code.import_file(state["store"], path)
+
+    def grow() -> None:
+        new = lines[state["at"] : state["at"] + _GROWTH]
+        state["at"] += _GROWTH
+        with path.open("ab") as f:
+            f.write(b"".join(orjson.dumps(line) + b"\n" for line in new))
+
+    def cold() -> None:
+        state["store"].close()
+        state["store"] = SessionStore(db)
+        grow()
+
+    def reimport(resume: bool) -> Callable[[], None]:
+        def run() -> None:
+            report = claude_code.import_file(state["store"], path, resume=resume)
+            assert report.nodes_added > 0, report
+
+        return run
+
+    sample = b"".join(orjson.dumps(line) + b"\n" for line in lines[size : size + _GROWTH])
+
+    def parse_new() -> None:
+        for raw in sample.splitlines():
+            orjson.loads(raw)
+
+    g = "re-import claude-code grown by 10 lines"
+    before, warm, cold_r, _ = bench.compare(
+        g,
+        size,
+        [
+            Alt("before: read the whole file, re-run every rule", reimport(False), grow),
+            Alt("after: resume from the stored offset (warm store)", reimport(True), grow),
+            Alt("after: resume, store opened just before (cold)", reimport(True), cold),
+            Alt("floor: parse the new lines", parse_new),
+        ],
+        repeats=repeats,
+    )
+    state["store"].close()
+    floor = bench.get(g, "floor: parse the new lines", size).median
+    warm.note = f"{before.median / warm.median:.0f}x faster than before"
+    cold_r.note = "includes the store's cold index build (add_nodes)"
+    bench.target(
+        f"re-import grown {size:,}: resumed (warm) minus parsing the new lines",
+        (warm.median - floor) * 1e3,
+        "<=",
+        10,
+        "ms",
+    )
+
+
 def main(argv: list[str] | None = None) -> dict[str, object]:
     """Run the import benchmarks and return the JSON-shaped results."""
     args = parse_args(__doc__.splitlines()[0], argv)
@@ -307,6 +379,8 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                 with bench.timed(f"generate {fmt} {n:.0e}"):
                     path = _write(directory / f"gen-{fmt}-{n}.jsonl", make(n))
                 _run(bench, directory, f"{fmt} generated", n, [path], importer)
+        for n in sizes:
+            _run_grown(bench, directory, n)
     return bench.finish(args.json)
 
 

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import orjson
+
 from graph.errors import DuplicateSessionError, UnknownSessionError
 from graph.index import SessionIndex
 from graph.models import SearchHit, Session, from_micros, to_micros
@@ -40,6 +42,7 @@ class MemorySessionStore(BaseStore):
         self._order: dict[str, list[str]] = {}
         self._marks: dict[str, dict[tuple[str, str], set[str]]] = {}
         self._rewound: dict[str, set[str]] = {}
+        self._import_states: dict[str, bytes] = {}
         self._undo: list[Callable[[], None]] = []
         self._depth = 0
 
@@ -260,6 +263,22 @@ class MemorySessionStore(BaseStore):
         new = [n for n in ids if n not in done]
         self._log(lambda: done.difference_update(new))
         done.update(new)
+
+    def _db_import_state(self, key: str) -> dict[str, Any] | None:
+        raw = self._import_states.get(key)
+        return None if raw is None else dict(orjson.loads(raw))
+
+    def _db_set_import_state(self, key: str, state: dict[str, Any]) -> None:
+        before = self._import_states.get(key)
+
+        def undo() -> None:
+            if before is None:
+                self._import_states.pop(key, None)
+            else:
+                self._import_states[key] = before
+
+        self._log(undo)
+        self._import_states[key] = orjson.dumps(state)
 
     def _db_delete_sessions(self, session_ids: Sequence[str]) -> None:
         for sid in session_ids:

@@ -45,6 +45,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import orjson
+
 from graph.codec import decode, encode
 from graph.errors import (
     DuplicateSessionError,
@@ -74,8 +76,11 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 
 __all__ = ["SCHEMA_VERSION", "PostgresSessionStore"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The schema version this module writes; recorded in the ``meta`` table."""
+
+_V2_IMPORT_FILES = "CREATE TABLE import_files (key TEXT PRIMARY KEY, state BYTEA NOT NULL)"
+"""Version 2: per imported file, the importer's state as JSON (see :mod:`graph.importers.resume`)."""
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -233,8 +238,12 @@ class PostgresSessionStore(BaseStore):
                 raise SchemaVersionError(SCHEMA_VERSION, version)
             if version < 1:
                 self.conn.execute(_SCHEMA)
+            if version < 2:
+                self.conn.execute(_V2_IMPORT_FILES)
+            if version < SCHEMA_VERSION:
                 self.conn.execute(
-                    "INSERT INTO meta (key, value) VALUES ('schema_version', %s)",
+                    "INSERT INTO meta (key, value) VALUES ('schema_version', %s)"
+                    " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
                     (str(SCHEMA_VERSION),),
                 )
 
@@ -663,6 +672,21 @@ class PostgresSessionStore(BaseStore):
                 "SELECT count(*) FROM nodes WHERE session_id = %s", (session_id,)
             ).fetchone()
         return int(row[0]) if row else 0
+
+    def _db_import_state(self, key: str) -> dict[str, Any] | None:
+        with _translated():
+            row = self.conn.execute(
+                "SELECT state FROM import_files WHERE key = %s", (key,)
+            ).fetchone()
+        return None if row is None else dict(orjson.loads(bytes(row[0])))
+
+    def _db_set_import_state(self, key: str, state: dict[str, Any]) -> None:
+        with _translated():
+            self.conn.execute(
+                "INSERT INTO import_files (key, state) VALUES (%s, %s)"
+                " ON CONFLICT (key) DO UPDATE SET state = EXCLUDED.state",
+                (key, orjson.dumps(state)),
+            )
 
     def _db_delete_sessions(self, session_ids: Sequence[str]) -> None:
         ids = list(session_ids)

@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import orjson
 import sqlite_utils
 
 from graph.codec import decode, decode_content, encode
@@ -222,10 +223,22 @@ def _v3_search(db: sqlite_utils.Database) -> None:
     c.executemany("INSERT INTO node_text (rowid, text) VALUES (?, ?)", batch)
 
 
+def _v4_import_files(db: sqlite_utils.Database) -> None:
+    """Version 4: per imported file, how far it was read and what continuing needs.
+
+    ``import_files`` holds one row per source file (``key``: its resolved path) with the importer's
+    state as JSON (``state``): the byte offset read up to, the file's identity at that offset, and
+    the format's own state (see :mod:`graph.importers.resume`). A file without a row is imported in
+    full, so an upgraded file needs nothing filled in.
+    """
+    db.execute("CREATE TABLE import_files (key TEXT PRIMARY KEY, state BLOB NOT NULL)")
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v1_tables,
     _v2_marks_per_value,
     _v3_search,
+    _v4_import_files,
 ]
 """The schema steps in order: ``MIGRATIONS[i]`` brings a file from version ``i`` to ``i + 1``."""
 
@@ -851,6 +864,18 @@ class SessionStore(BaseStore):
                 [(session_id, n) for n in ids],
             )
             self._advance(session_id, "rewound_seq", "rewound")
+
+    def _db_import_state(self, key: str) -> dict[str, Any] | None:
+        with _translated():
+            row = self.conn.execute("SELECT state FROM import_files WHERE key=?", (key,)).fetchone()
+        return None if row is None else dict(orjson.loads(row[0]))
+
+    def _db_set_import_state(self, key: str, state: dict[str, Any]) -> None:
+        with _translated():
+            self.conn.execute(
+                "INSERT OR REPLACE INTO import_files (key, state) VALUES (?, ?)",
+                (key, orjson.dumps(state)),
+            )
 
     def _db_delete_sessions(self, session_ids: Sequence[str]) -> None:
         c = self.conn

@@ -450,6 +450,13 @@ class BaseStore(ABC):
     def _db_delete_sessions(self, session_ids: Sequence[str]) -> None:
         """Delete sessions with their nodes, covers links, markers and rewound stamps."""
 
+    def _db_import_state(self, key: str) -> dict[str, Any] | None:
+        """The state recorded for an imported file (a backend that keeps none answers None)."""
+        return None
+
+    def _db_set_import_state(self, key: str, state: dict[str, Any]) -> None:  # noqa: B027
+        """Record an imported file's state (a backend that keeps none forgets it)."""
+
     def _origin(
         self, metadata: Mapping[str, Any], parent: str | None
     ) -> tuple[str | None, str | None]:
@@ -732,6 +739,32 @@ class BaseStore(ABC):
             for sid in removed:
                 self._cache.pop(sid, None)
         return removed
+
+    # ---------------------------------------------------------------- imported files
+
+    def import_state(self, key: str) -> dict[str, Any] | None:
+        """What an importer recorded about a source file the last time it imported it, or None.
+
+        Importers keep, per file, how far they read and what they need to continue from there (see
+        :mod:`graph.importers.resume`); the store only keeps the JSON-shaped mapping.
+
+        Args:
+            key: The file's key (its resolved path).
+        """
+        return self._db_import_state(key)
+
+    def set_import_state(self, key: str, state: Mapping[str, Any]) -> None:
+        """Record an importer's state for a source file, in the caller's transaction when one is open.
+
+        Written in the same transaction as the nodes it describes, so a crash leaves either both or
+        neither. A metadata-only write: no session's ``updated_at`` changes.
+
+        Args:
+            key: The file's key (its resolved path).
+            state: JSON-shaped (str keys; str, int, float, bool, None, lists and dicts of them).
+        """
+        with self.atomic():
+            self._db_set_import_state(key, dict(state))
 
     # ---------------------------------------------------------------- appends
 

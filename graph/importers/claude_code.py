@@ -54,7 +54,7 @@ How entries become nodes:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -62,6 +62,7 @@ from typing import Any
 
 import orjson
 
+from graph.ids import NodeId
 from graph.importers._common import (
     EPOCH,
     ensure_session,
@@ -72,8 +73,9 @@ from graph.importers._common import (
     stamp_subtrees,
     stored_ids,
 )
-from graph.importers.jsonl import Line, LineProblems, read_jsonl
+from graph.importers.jsonl import Line, LineProblems, ReadPosition, read_jsonl
 from graph.importers.report import FileReport, TranscriptError
+from graph.importers.resume import FileState, resume_point, save_state
 from graph.models import (
     Block,
     Content,
@@ -119,9 +121,11 @@ class _Transcript:
         return self.path.stem
 
 
-def _read(path: Path, problems: LineProblems, report: FileReport) -> _Transcript:
+def _read(
+    path: Path, problems: LineProblems, report: FileReport, position: ReadPosition | None = None
+) -> _Transcript:
     t = _Transcript(path)
-    for line in read_jsonl(path, problems):
+    for line in read_jsonl(path, problems, position):
         uid = line.data.get("uuid")
         if isinstance(uid, str) and uid:
             if uid in t.entries:
@@ -700,13 +704,25 @@ def _copies(
 # ------------------------------------------------------------------------------------- import
 
 
-def import_file(store: BaseStore, path: Path) -> FileReport:
+def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileReport:
     """Import one Claude Code session file, with its sub-agent files, in one transaction.
 
     Re-importing changes nothing; a file that grew adds only its new entries (lines whose uuid is
     stored are not turned into nodes at all). An ``agent-*.jsonl`` file given alone is imported as a
     spawned session of its trunk session when that is stored, else as a session of its own. Damage
     never stops the import: see the module docstring for what is repaired and reported.
+
+    A file imported before is resumed from where that import stopped (:mod:`graph.importers.resume`):
+    only the appended lines are read, with the last entries kept in the file's state, so a grown
+    file costs about its new lines. A file truncated, rewritten or replaced since, and appended
+    lines the resumed path does not take (a compaction, a sidechain, a new or changed agent file, an
+    entry following a stored entry older than the kept window), are imported in full; the first
+    three are named in the report's notes.
+
+    Args:
+        store: The store to import into.
+        path: The session file (or an agent file).
+        resume: False reads the whole file even when a recorded state would let it resume.
 
     Returns:
         The file's report (see :class:`~graph.importers.report.FileReport`).
@@ -716,8 +732,20 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
         TranscriptError: the file is not empty but holds no Claude Code entry.
         GraphError: the store refused a write; nothing of the file was stored.
     """
+    path = Path(path)
     with file_import(path, FORMAT) as (report, problems):
-        t = _read(Path(path), problems, report)
+        why = ""
+        if resume and not is_agent_file(path):
+            with store.atomic():
+                saved, why = resume_point(store, path, FORMAT)
+                if saved is not None and _resume(store, path, saved, problems, report):
+                    return report
+            if saved is not None:  # a change the resumed path does not take: read it all again
+                _start_over(report, problems)
+        if why:
+            report.notes.append(f"imported in full: the file was {why}")
+        position = ReadPosition()
+        t = _read(path, problems, report, position)
         if not t.entries and not any(o.data.get("type") in _ENTRY_TYPES for o in t.other):
             if t.other or problems.skipped:
                 raise TranscriptError(
@@ -725,21 +753,78 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
                     f"no Claude Code entry in it ({len(t.other)} objects of no known type, "
                     f"{len(problems.skipped)} lines skipped)",
                 )
+        alone = is_agent_file(path) and t.session_id != path.stem
+        # The plan is worked out from reads, outside the write lock: the lock is held only to
+        # check that what it read still holds, and to write it.
+        existed = store.has_session(t.session_id)
+        plan = None if alone else _plan_main(store, t, report)
         with store.atomic():
-            if is_agent_file(Path(path)) and t.session_id != Path(path).stem:
+            if alone:
                 _import_agent(store, t, t.session_id, {}, report)
             else:
-                _import_main(store, t, report)
+                assert plan is not None
+                if not _still_true(store, plan, existed):
+                    _rewind_report(report, plan.report_marks)
+                    plan = _plan_main(store, t, report)
+                main = _apply_main(store, t, plan, report)
+                if main is not None:
+                    sid, order, pred = main
+                    others = [o.data for o in t.other]
+                    state = _state(
+                        t,
+                        sid,
+                        order,
+                        pred,
+                        agents=_agent_signatures(path),
+                        origin=_origin(t.entries.values()),
+                        settled=_settled(store, store.session(sid).title, others, t.entries),
+                    )
+                    save_state(store, path, FORMAT, position, state)
     return report
 
 
-def _import_main(store: BaseStore, t: _Transcript, report: FileReport) -> None:
+@dataclass
+class _Plan:
+    """What importing a session file will write, worked out from reads alone (no write lock held)."""
+
+    sid: str
+    main: list[str]
+    side: list[str]
+    pred: dict[str, str | None]
+    head: str | None
+    artifacts: set[str]
+    nid: dict[str, str]
+    """uuid -> the id the entry is stored under, for entries kept apart (``<uuid>@<session>``)."""
+    nodes: list[Node]
+    title: str
+    meta: dict[str, Any]
+    created_at: datetime
+    seen: dict[str, str]
+    """What the plan read of the store: node id -> session, for every id it depends on."""
+    report_marks: tuple[int, int, int, int]
+
+
+def _report_marks(report: FileReport) -> tuple[int, int, int, int]:
+    return len(report.dropped), len(report.relinked), len(report.dangling), len(report.notes)
+
+
+def _rewind_report(report: FileReport, marks: tuple[int, int, int, int]) -> None:
+    """Drop what a plan added to the report (it is worked out again)."""
+    dropped, relinked, dangling, notes = marks
+    del report.dropped[dropped:], report.relinked[relinked:]
+    del report.dangling[dangling:], report.notes[notes:]
+
+
+def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
+    """Work out a session file's import from reads of the store: links, repairs, nodes, metadata."""
+    marks = _report_marks(report)
     sid = t.session_id
     main = [u for u, line in t.entries.items() if not line.data.get("isSidechain")]
     side = [u for u, line in t.entries.items() if line.data.get("isSidechain")]
     known = stored_ids(store, sid)
     fresh = [u for u in main if u not in known and f"{u}@{sid}" not in known]
-    copied, apart = _copies(store, t, sid, _foreign(store, fresh), report) if fresh else ({}, {})
+    foreign = _foreign(store, fresh)
+    copied, apart = _copies(store, t, sid, foreign, report) if fresh else ({}, {})
     apart |= {u: f"{u}@{sid}" for u in main if f"{u}@{sid}" in known}  # kept apart before
     main = [u for u in main if u not in copied]
     links = _link(t, main, known, copied, report)
@@ -747,7 +832,6 @@ def _import_main(store: BaseStore, t: _Transcript, report: FileReport) -> None:
     when = _times(t, main)
     head = _head(t, main)
     artifacts = _artifacts(t, main, pred, head)
-    report.session_ids.append(sid)
     meta = _session_meta(t)
     source = _fork_source(t, main, links, copied)
     if source is not None:
@@ -756,13 +840,6 @@ def _import_main(store: BaseStore, t: _Transcript, report: FileReport) -> None:
         report.notes.append(
             f"a copy of session {source['session']} from node {source['node']}{kept}"
         )
-    ensure_session(
-        store,
-        sid,
-        title=_title(t, main),
-        metadata=meta,
-        created_at=min(when.values(), default=EPOCH),
-    )
 
     def nid(u: str) -> str:
         return apart.get(u, u)
@@ -786,16 +863,67 @@ def _import_main(store: BaseStore, t: _Transcript, report: FileReport) -> None:
                 cover = [nid(c) if c in pred else c for c in _covers(pred, known, boundary)]
                 node = node.model_copy(update={"covers": tuple(cover)})
         new.append(node)
+    dangling = {str(e["dangling_parent"]) for e in links.extra.values() if "dangling_parent" in e}
+    depends = set(fresh) | dangling | {n.id for n in new}
+    return _Plan(
+        sid=sid,
+        main=main,
+        side=side,
+        pred=pred,
+        head=head,
+        artifacts=artifacts,
+        nid=apart,
+        nodes=new,
+        title=_title(t, main),
+        meta=meta,
+        created_at=min(when.values(), default=EPOCH),
+        seen=_holders(store, depends),
+        report_marks=marks,
+    )
+
+
+def _holders(store: BaseStore, ids: Iterable[str]) -> dict[str, str]:
+    """Map each of ``ids`` to the session holding it (``""``: none)."""
+    wanted = list(ids)
+    found = store.locate(wanted)
+    return {i: str(found.get(NodeId(i), "")) for i in wanted}
+
+
+def _still_true(store: BaseStore, plan: _Plan, existed: bool) -> bool:
+    """Whether what ``plan`` read still holds (checked under the write lock, before applying it).
+
+    Another process may have imported the same file, or stored a parent or copy the plan depends
+    on, in between: then the plan is worked out again under the lock.
+    """
+    if store.has_session(plan.sid) != existed:
+        return False
+    return _holders(store, plan.seen) == plan.seen
+
+
+def _apply_main(
+    store: BaseStore, t: _Transcript, plan: _Plan, report: FileReport
+) -> tuple[str, list[str], dict[str, str | None]] | None:
+    """Write a planned session file import; return (session id, main entries, predecessors).
+
+    None when no state should be kept (conflicting copies stored apart: resuming does not map them).
+    """
+    sid, main, pred, head, apart = plan.sid, plan.main, plan.pred, plan.head, plan.nid
+    report.session_ids.append(sid)
+    ensure_session(store, sid, title=plan.title, metadata=plan.meta, created_at=plan.created_at)
+
+    def nid(u: str) -> str:
+        return apart.get(u, u)
+
     if head is not None:
-        added = store.add_nodes(sid, new, head=nid(head))
+        added = store.add_nodes(sid, plan.nodes, head=nid(head))
     else:
-        added = store.add_nodes(sid, new)
+        added = store.add_nodes(sid, plan.nodes)
     report.nodes_added += len(added)
     for point, abandoned in _rewinds(t, main, pred, head):
         stamp_subtrees(store, sid, nid(point), [nid(a) for a in abandoned])
-    _note_off_branch(t, main, pred, head, artifacts, report)
+    _note_off_branch(t, main, pred, head, plan.artifacts, report)
     tool_calls = _tool_calls(t, main)
-    _import_sidechains(store, t, sid, side, tool_calls, report)
+    _import_sidechains(store, t, sid, plan.side, tool_calls, report)
     boundaries = _boundaries(t, main, pred)
     for agent in agent_files(t.path):
         # The report's line numbers are the session file's: an agent file's line problems and
@@ -805,6 +933,7 @@ def _import_main(store: BaseStore, t: _Transcript, report: FileReport) -> None:
         _import_agent(store, sub, sid, tool_calls, agent_report, boundaries=boundaries)
         _merge_agent_report(report, agent_report, agent_problems)
     _note_missing_agents(t, main, report)
+    return None if apart else (sid, main, pred)
 
 
 def _merge_agent_report(report: FileReport, sub: FileReport, problems: LineProblems) -> None:
@@ -1132,3 +1261,278 @@ def _note_missing_agents(t: _Transcript, main: Sequence[str], report: FileReport
         report.notes.append(
             f"sub-agent {a} has progress entries but no transcript file; no session was made"
         )
+
+
+# ------------------------------------------------------------------------------------- resuming
+
+_FRONTIER = 128
+"""How many of the last entries a file's state keeps (with their links) for the fork rules."""
+
+
+def _lite(data: Mapping[str, Any]) -> dict[str, Any]:
+    """What the fork, head and rewind rules read of an entry: its type, flags, time and block types.
+
+    A prompt stays a prompt and a tool result a tool result (:func:`_is_prompt`,
+    :func:`_is_tool_result`), in a few dozen bytes.
+    """
+    out = {k: data[k] for k in ("type", "subtype", "timestamp", "isMeta") if k in data}
+    message = data.get("message")
+    if isinstance(message, Mapping):
+        content = message.get("content")
+        if isinstance(content, str):
+            out["message"] = {"content": "x" if content.strip() else ""}
+        elif isinstance(content, list):
+            kinds = [{"type": b.get("type")} for b in content if isinstance(b, Mapping)]
+            out["message"] = {"content": kinds}
+        else:
+            out["message"] = {}
+    return out
+
+
+def _agent_signatures(path: Path) -> dict[str, list[int]]:
+    """(size in bytes, modification time in ns, inode) of each of the session file's agent files."""
+    out: dict[str, list[int]] = {}
+    for agent in agent_files(path):
+        st = agent.stat()
+        out[str(agent)] = [st.st_size, st.st_mtime_ns, st.st_ino]
+    return out
+
+
+_ORIGIN = (("cwd", "cwd"), ("version", "version"), ("gitBranch", "git_branch"))
+"""Entry fields copied into the session metadata (entry key, metadata key); the last one wins."""
+
+
+def _origin(entries: Iterable[Line], into: dict[str, Any] | None = None) -> dict[str, Any]:
+    out = dict(into or {})
+    for line in entries:
+        for key, name in _ORIGIN:
+            if line.data.get(key):
+                out[name] = line.data[key]
+    return out
+
+
+def _settled(
+    store: BaseStore, title: str, entries: Sequence[Any], inside: Mapping[str, Any]
+) -> bool:
+    """Whether only a new line can change the session's title (see :func:`_title`).
+
+    True when a title entry names it, or it has a title and every ``summary`` entry's leaf is
+    stored (a summary names the session once its leaf arrives). ``entries`` are the lines without
+    a uuid (as stored in the metadata, or their data); ``inside`` holds the uuids read with them.
+    """
+    if any(isinstance(e, Mapping) and e.get("type") in _TITLE_TYPES for e in entries):
+        return True
+    if not title:
+        return False
+    leaves = {
+        e.get("leafUuid")
+        for e in entries
+        if isinstance(e, Mapping) and e.get("type") == "summary" and e.get("leafUuid") not in inside
+    }
+    if not leaves:
+        return True
+    named = {leaf for leaf in leaves if isinstance(leaf, str)}
+    return len(named) == len(leaves) and len(store.locate(named)) == len(named)
+
+
+def _state(
+    t: _Transcript,
+    sid: str,
+    main: Sequence[str],
+    pred: Mapping[str, str | None],
+    *,
+    agents: dict[str, list[int]],
+    origin: dict[str, Any],
+    settled: bool,
+) -> dict[str, Any]:
+    """A session file's state after an import: its session, last entries with links, agent files.
+
+    ``origin`` is the session metadata's cwd, version and git branch; ``settled`` says only a new
+    line can change the title (:func:`_settled`). With both, a resumed import that brings neither a
+    new value nor a line without a uuid never reads the session's metadata.
+    """
+    last = list(main)[-_FRONTIER:]
+    return {
+        "session": sid,
+        "frontier": [[u, pred[u], t.entries[u].number, _lite(t.entries[u].data)] for u in last],
+        "agents": agents,
+        "origin": origin,
+        "settled": settled,
+    }
+
+
+def _start_over(report: FileReport, problems: LineProblems) -> None:
+    """Forget what a resumed read reported, before the file is read again from its start."""
+    problems.skipped.clear()
+    problems.repaired.clear()
+    report.dropped.clear()
+
+
+def _resumable(data: Mapping[str, Any], sid: str) -> bool:
+    """Whether a new entry is one the resumed path imports as a full import would.
+
+    Sidechains, compactions (their covers reach back to the root) and entries of another session
+    are left to a full import.
+    """
+    if data.get("isSidechain") or data.get("isCompactSummary") or _is_boundary(data):
+        return False
+    if data.get("logicalParentUuid") is not None or "compactMetadata" in data:
+        return False
+    other = data.get("sessionId")
+    return other is None or other == sid
+
+
+def _resume(
+    store: BaseStore, path: Path, saved: FileState, problems: LineProblems, report: FileReport
+) -> bool:
+    """Import the lines appended since ``saved``, inside the caller's transaction.
+
+    The rules run over a window: the last entries the state keeps (as :func:`_lite` projections,
+    with their links) and the new entries, so forks, artifacts and rewinds among recent entries are
+    judged as a full import judges them; those entries are stored already and only the new ones are
+    added. Nothing is written, and False returned, when the new lines need what the window does
+    not hold: a new entry following a stored entry older than the window (its other children are
+    not known), a sidechain, a compaction, a changed or new agent file, or a session that is gone.
+
+    Returns:
+        Whether the file was imported.
+    """
+    st = saved.state
+    sid = st.get("session")
+    frontier = st.get("frontier")
+    if not isinstance(sid, str) or not isinstance(frontier, list) or not store.has_session(sid):
+        return False
+    agents = _agent_signatures(path)
+    if agents != st.get("agents"):
+        return False
+    position = saved.position
+    new = _read(path, problems, report, position)
+    if not all(_resumable(line.data, sid) for line in new.entries.values()):
+        return False
+    window = _Transcript(path)
+    for u, p, number, lite in frontier:
+        window.entries[str(u)] = Line(int(number), {**lite, "uuid": u, "parentUuid": p})
+    ids: set[str] = set(window.entries)
+    for u, line in new.entries.items():
+        ids.add(u)
+        p = line.data.get("parentUuid")
+        if isinstance(p, str):
+            ids.add(p)
+    ids |= {f"{u}@{sid}" for u in list(ids)}
+    located = store.locate(ids)
+    if any(f"{u}@{sid}" in located for u in window.entries):
+        return False
+    known: dict[str, str | None] = {i: None for i, s in located.items() if s == sid}
+    added: list[str] = []
+    for u, line in new.entries.items():
+        if u in window.entries or u in known:
+            report.dropped.append((line.number, u, "a replay of a stored entry's uuid"))
+            continue
+        p = line.data.get("parentUuid")
+        if isinstance(p, str) and p in known and p not in window.entries:
+            return False
+        window.entries[u] = line
+        added.append(u)
+    window.other = new.other
+    main = list(window.entries)
+    fresh = set(added)
+    foreign = {str(u): str(s) for u, s in located.items() if u in fresh and s != sid}
+    copied, apart = _copies(store, window, sid, foreign, report) if foreign else ({}, {})
+    if apart:
+        return False
+    main = [u for u in main if u not in copied]
+    links = _link(window, main, known, copied, report)
+    pred = links.pred
+    when = _times(window, main)
+    head = _head(window, main)
+    artifacts = _artifacts(window, main, pred, head)
+    added_ids = [u for u in main if u in fresh]
+    origin = st.get("origin") if isinstance(st.get("origin"), dict) else {}
+    now = _origin((window.entries[u] for u in added_ids), origin)
+    forked = any("forkedFrom" in window.entries[u].data for u in added_ids)
+    settled = bool(st.get("settled"))
+    if new.other or now != origin or forked or copied or not settled:
+        settled = _update_session(store, sid, window, new, added_ids, links, copied)
+    nodes = []
+    for u in main:
+        if u not in fresh:
+            continue
+        extra = dict(links.extra.get(u, {}))
+        if u in artifacts:
+            extra["artifact"] = True
+        nodes.append(_node(sid, window.entries[u], pred[u], when[u], extra))
+    if head is not None and head in fresh:
+        report.nodes_added += len(store.add_nodes(sid, nodes, head=head))
+    else:
+        report.nodes_added += len(store.add_nodes(sid, nodes))
+    report.session_ids.append(sid)
+    parents_of_new = {pred[u] for u in fresh if u in pred}
+    for point, abandoned in _rewinds(window, main, pred, head):
+        if point in parents_of_new:
+            stamp_subtrees(store, sid, point, abandoned)
+    _note_off_branch(window, [u for u in main if u in fresh], pred, head, artifacts, report)
+    state = _state(window, sid, main, pred, agents=agents, origin=now, settled=settled)
+    save_state(store, path, FORMAT, position, state)
+    return True
+
+
+def _update_session(
+    store: BaseStore,
+    sid: str,
+    window: _Transcript,
+    new: _Transcript,
+    added: Sequence[str],
+    links: _Links,
+    copied: Mapping[str, str],
+) -> bool:
+    """Bring the session's title and metadata up to date with the new lines, as a full import would.
+
+    Returns:
+        Whether only a new line can change the title now (:func:`_settled`).
+    """
+    current = store.session(sid)
+    meta = _origin((window.entries[u] for u in added), dict(current.metadata))
+    if new.other:
+        entries = list(meta.get("entries") or [])
+        seen = {e.get("line") for e in entries if isinstance(e, Mapping)}
+        entries += [{"line": o.number, **o.data} for o in new.other if o.number not in seen]
+        meta["entries"] = entries
+    forked = [u for u in added if isinstance(window.entries[u].data.get("forkedFrom"), Mapping)]
+    source = _fork_source(window, forked or added, links, copied) if forked or copied else None
+    if source is not None:
+        meta["forked_from"] = source
+    title = ""
+    for line in reversed(new.other):
+        if line.data.get("type") in _TITLE_TYPES:
+            title = next(
+                (
+                    str(line.data[k])
+                    for k in ("customTitle", "aiTitle", "title")
+                    if line.data.get(k)
+                ),
+                "",
+            )
+            if title:
+                break
+    titled = any(
+        isinstance(e, Mapping) and e.get("type") in _TITLE_TYPES for e in meta.get("entries", ())
+    )
+    if not title and not titled:  # a summary names the session only when no title entry does
+        summaries = [
+            e
+            for e in meta.get("entries", ())
+            if isinstance(e, Mapping) and e.get("type") == "summary"
+        ]
+        leaves = {str(e["leafUuid"]) for e in summaries if isinstance(e.get("leafUuid"), str)}
+        stored = {u for u, s in store.locate(leaves).items() if s == sid} if leaves else set()
+        for e in reversed(summaries):
+            if e.get("leafUuid") in window.entries or e.get("leafUuid") in stored:
+                title = str(e.get("summary", ""))
+                break
+    if not title and not current.title:
+        title = _title(_Transcript(window.path, window.entries), added)
+    new_title = title if title and title != current.title else None
+    new_meta = meta if meta != dict(current.metadata) else None
+    if new_title is not None or new_meta is not None:
+        store.update_session(sid, title=new_title, metadata=new_meta)
+    return _settled(store, new_title or current.title, meta.get("entries") or [], window.entries)

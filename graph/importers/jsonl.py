@@ -22,13 +22,14 @@ is bounded: at most :data:`MAX_RESYNC` restarts are tried when looking for a rec
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -38,6 +39,7 @@ __all__ = [
     "ByteProgress",
     "Line",
     "LineProblems",
+    "ReadPosition",
     "read_jsonl",
     "reading_progress",
 ]
@@ -227,7 +229,37 @@ def _without_surrogates(value: Any) -> tuple[Any, bool]:
     return root, True
 
 
-def read_jsonl(path: Path, problems: LineProblems) -> Iterator[Line]:
+@dataclass
+class ReadPosition:
+    """Where :func:`read_jsonl` starts and how far it got: a byte offset and the lines before it."""
+
+    offset: int = 0
+    """Bytes from the start of the file to the start of the next line to read (after a newline)."""
+    line: int = 0
+    """How many lines lie before ``offset`` (the next line read is number ``line + 1``)."""
+
+
+def _raw_lines(f: BinaryIO) -> Iterator[tuple[bytes, bool]]:
+    """Each line of ``f`` (newline kept) with whether it is the last one, read in blocks.
+
+    A line counts as the last when nothing follows it, or only a blank, unterminated remainder.
+    """
+    pending: bytes | None = None
+    for raw in f:
+        if pending is not None:
+            if not raw.endswith(b"\n") and not raw.strip():
+                yield pending, True
+                yield raw, True
+                return
+            yield pending, False
+        pending = raw
+    if pending is not None:
+        yield pending, True
+
+
+def read_jsonl(
+    path: Path, problems: LineProblems, position: ReadPosition | None = None
+) -> Iterator[Line]:
     """Yield the JSON objects of a JSON Lines file in file order, recording what had to be repaired.
 
     Blank lines are ignored. A line that is not a JSON object (a torn write, a bare value, a value
@@ -235,41 +267,47 @@ def read_jsonl(path: Path, problems: LineProblems) -> Iterator[Line]:
     record was recovered after a torn fragment and lines whose characters were replaced are recorded
     in ``problems.repaired`` (a recovered record also records its fragment as skipped).
 
+    The file is streamed: one line is held at a time, whatever the file's size.
+
     Args:
         path: The file.
         problems: Filled in while the iterator runs.
+        position: Where to start (a line boundary an earlier read ended at; None: the start). It is
+            moved forward past every line that ends with a newline as the lines are handed over, so
+            once the iterator is exhausted it says how far the file was read completely: a last line
+            still being written (no newline yet) is read, but left after the position.
 
     Raises:
         OSError: the file cannot be read.
     """
-    raw = path.read_bytes()
-    lines = raw.split(b"\n")
-    last = len(lines)
-    report, size, offset = _progress.get(), len(raw), 0
-    for number, chunk in enumerate(lines, 1):
-        offset += len(chunk) + 1
-        if report is not None and (number % _EVERY == 0 or number == last):
-            report(path, min(offset, size), size)
-        if not chunk.strip():
-            continue
-        try:
-            obj = orjson.loads(chunk)
-        except orjson.JSONDecodeError:
-            pass
-        else:
-            if not isinstance(obj, dict):
-                problems.skipped.append((number, f"not a JSON object ({type(obj).__name__})"))
-            elif chunk.count(b"{") + chunk.count(b"[") > MAX_DEPTH and not _depth_ok(obj):
-                problems.skipped.append((number, f"nested deeper than {MAX_DEPTH} levels"))
+    at = position if position is not None else ReadPosition()
+    report = _progress.get()
+    with path.open("rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        f.seek(at.offset)
+        offset, number = at.offset, at.line
+        for chunk, is_last in _raw_lines(f):
+            number += 1
+            offset += len(chunk)
+            if chunk.endswith(b"\n"):
+                at.offset, at.line = offset, number
+            if report is not None and (number % _EVERY == 0 or is_last):
+                report(path, min(offset, size), size)
+            if not chunk.strip():
+                continue
+            try:
+                obj = orjson.loads(chunk)
+            except orjson.JSONDecodeError:
+                pass
             else:
-                yield Line(number, obj)
-            continue
-        yield from _slow_line(
-            number,
-            chunk,
-            number == last or (number == last - 1 and not lines[-1].strip()),
-            problems,
-        )
+                if not isinstance(obj, dict):
+                    problems.skipped.append((number, f"not a JSON object ({type(obj).__name__})"))
+                elif chunk.count(b"{") + chunk.count(b"[") > MAX_DEPTH and not _depth_ok(obj):
+                    problems.skipped.append((number, f"nested deeper than {MAX_DEPTH} levels"))
+                else:
+                    yield Line(number, obj)
+                continue
+            yield from _slow_line(number, chunk.rstrip(b"\n"), is_last, problems)
 
 
 def _slow_line(number: int, chunk: bytes, is_last: bool, problems: LineProblems) -> Iterator[Line]:

@@ -1,0 +1,164 @@
+"""Re-importing a grown transcript from where the last import stopped, in time proportional to the new bytes.
+
+After importing a file, an importer records in the store (:meth:`graph.store.BaseStore.set_import_state`,
+in the same transaction as the nodes) a :class:`FileState`: the byte offset it read up to (the end of
+the last line that ends with a newline), the number of lines before it, the file's identity at that
+offset, and the format's own state (what its rules need to continue: the session id, the last entries
+and their links, ...). The next import of the same path resumes from the offset when the file is
+still the one that was read, and imports it in full otherwise:
+
+* the inode differs (the file was replaced, as an editor or a rotation does);
+* the file is shorter than the offset (truncated);
+* the first KiB, or the KiB before the offset, hash differently (rewritten in place);
+* the format's state is missing, of another format, or of another version.
+
+The identity check reads at most 2 KiB, whatever the file's size. A resumed import reports only the
+new lines (their line numbers are the file's).
+
+Claude Code session files resume (:func:`graph.importers.claude_code.import_file`). pi and Codex
+files are read in full each time: their rules look at the whole file (Codex tells a typed prompt
+from injected context by the echoes anywhere in the rollout and finds a fork's copied prefix by
+scanning it; pi's compaction and branch summaries name entries anywhere before them), so they need a
+state of their own, not written yet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from graph.importers.jsonl import ReadPosition
+from graph.store import BaseStore
+
+__all__ = ["STATE_VERSION", "FileState", "resume_point", "save_state", "state_key"]
+
+STATE_VERSION = 1
+"""The version of the recorded state; a state of another version is ignored (a full import)."""
+
+_KIB = 1024
+
+
+def state_key(path: Path) -> str:
+    """The key a file's state is kept under: its resolved path."""
+    return str(Path(path).resolve())
+
+
+def _digest(f: Any, start: int, length: int) -> str:
+    f.seek(start)
+    return hashlib.sha256(f.read(length)).hexdigest()
+
+
+def _identity(path: Path, offset: int) -> tuple[int, str, str]:
+    """(inode, hash of the first KiB before ``offset``, hash of the KiB before ``offset``)."""
+    with path.open("rb") as f:
+        inode = os.fstat(f.fileno()).st_ino
+        head = _digest(f, 0, min(_KIB, offset))
+        tail = _digest(f, max(0, offset - _KIB), min(_KIB, offset))
+    return inode, head, tail
+
+
+@dataclass
+class FileState:
+    """What an importer recorded about one file after importing it."""
+
+    format: str
+    """The format's name (``"claude-code"``, ...)."""
+    offset: int
+    """Bytes read completely (the end of the last newline-terminated line)."""
+    line: int
+    """Lines before ``offset``."""
+    inode: int
+    """The file's inode when it was read."""
+    head_hash: str
+    """SHA-256 (hex) of the file's first ``min(1024, offset)`` bytes."""
+    tail_hash: str
+    """SHA-256 (hex) of the ``min(1024, offset)`` bytes before ``offset``."""
+    state: dict[str, Any] = field(default_factory=dict)
+    """The format's own state (JSON-shaped)."""
+
+    @property
+    def position(self) -> ReadPosition:
+        """Where reading resumes."""
+        return ReadPosition(self.offset, self.line)
+
+    def to_json(self) -> dict[str, Any]:
+        """The mapping stored for this state."""
+        return {
+            "version": STATE_VERSION,
+            "format": self.format,
+            "offset": self.offset,
+            "line": self.line,
+            "inode": self.inode,
+            "head_hash": self.head_hash,
+            "tail_hash": self.tail_hash,
+            "state": self.state,
+        }
+
+    @classmethod
+    def from_json(cls, raw: Any) -> FileState | None:
+        """The state a stored mapping describes, or None when it is not one this version wrote."""
+        if not isinstance(raw, dict) or raw.get("version") != STATE_VERSION:
+            return None
+        try:
+            return cls(
+                format=str(raw["format"]),
+                offset=int(raw["offset"]),
+                line=int(raw["line"]),
+                inode=int(raw["inode"]),
+                head_hash=str(raw["head_hash"]),
+                tail_hash=str(raw["tail_hash"]),
+                state=dict(raw["state"]),
+            )
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+def resume_point(store: BaseStore, path: Path, fmt: str) -> tuple[FileState | None, str]:
+    """The recorded state to resume ``path`` from, or None with the reason a full import is needed.
+
+    Args:
+        store: The store the file was imported into.
+        path: The file.
+        fmt: The format the caller reads it as.
+
+    Returns:
+        ``(state, "")`` when the file still starts with the bytes that were read, else
+        ``(None, why)`` (``why`` is ``""`` when the file was never imported into this store).
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    saved = FileState.from_json(store.import_state(state_key(path)))
+    if saved is None:
+        return None, ""
+    if saved.format != fmt:
+        return None, f"read as {saved.format} before"
+    size = Path(path).stat().st_size
+    if size < saved.offset:
+        return None, f"truncated ({size} bytes, {saved.offset} read before)"
+    inode, head, tail = _identity(Path(path), saved.offset)
+    if inode != saved.inode:
+        return None, "replaced (another inode)"
+    if (head, tail) != (saved.head_hash, saved.tail_hash):
+        return None, "rewritten (the bytes read before changed)"
+    return saved, ""
+
+
+def save_state(
+    store: BaseStore, path: Path, fmt: str, position: ReadPosition, state: dict[str, Any]
+) -> FileState:
+    """Record how far ``path`` was read and the format's ``state``, in the caller's transaction.
+
+    Returns:
+        The state recorded.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    inode, head, tail = _identity(Path(path), position.offset)
+    saved = FileState(fmt, position.offset, position.line, inode, head, tail, state)
+    store.set_import_state(state_key(path), saved.to_json())
+    return saved
