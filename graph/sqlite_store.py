@@ -24,9 +24,7 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from graph.codec import decode, decode_content, encode
 from graph.errors import (
@@ -55,6 +53,9 @@ from graph.store import (
     search_hit,
     session_origin,
 )
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SessionStore"]
 
@@ -255,7 +256,6 @@ class SessionStore(BaseStore):
                 self.conn.set_trace_callback(lambda sql: tracer(sql, None))
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.db = sqlite_utils.Database(self.conn)
             self._depth = 0
             self._data_version = -1
             self._migrate()
@@ -281,8 +281,12 @@ class SessionStore(BaseStore):
             version = self._read_version()  # again, under the lock: another process may have won
             if version > SCHEMA_VERSION:
                 raise SchemaVersionError(SCHEMA_VERSION, version)
+            # sqlite-utils only builds the schema: a current file is opened without importing it.
+            import sqlite_utils
+
+            db = sqlite_utils.Database(self.conn)
             for step in MIGRATIONS[version:]:
-                step(self.db)
+                step(db)
             if version < SCHEMA_VERSION:
                 self.conn.execute(
                     "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
