@@ -385,7 +385,9 @@ def sessions(
     if not rows:
         filtered = runtime is not None or project is not None or since is not None
         print(
-            "no sessions match" if filtered else "no sessions; import some with `sessiongraph import`"
+            "no sessions match"
+            if filtered
+            else "no sessions; import some with `sessiongraph import`"
         )
         return
     shorts = session_short_forms(store)
@@ -398,7 +400,12 @@ def sessions(
     stamp = "%m-%d %H:%M" if width < 100 else "%Y-%m-%d %H:%M"
     spawned = any(s.parent_session for s in rows)
     ids = Column("session", "fold" if full else "fixed", minimum=12)
-    columns = [ids, Column("title", "wrap", minimum=20), Column("updated"), Column("nodes", right=True)]
+    columns = [
+        ids,
+        Column("title", "wrap", minimum=20),
+        Column("updated"),
+        Column("nodes", right=True),
+    ]
     if spawned:
         columns.append(Column("spawned from", ids.mode, minimum=12))
     table = [
@@ -461,6 +468,10 @@ def search(
         _dump([h.model_dump(mode="json") for h in hits])
         return
     out = _console()
+    from graph.search import parse_query
+
+    for note in parse_query(query).notes:
+        say(_console(stderr=True), markup(f"note: {note}"))
     if not hits:
         out.print(visible(f"no match for {query!r}"), markup=False, highlight=False)
         return
@@ -657,7 +668,8 @@ def mark(
     ctx: typer.Context,
     session: _SESSION,
     nodes: Annotated[
-        list[str] | None, typer.Argument(help="Node ids (or unique prefixes or suffixes) to mark.")
+        list[str] | None,
+        typer.Argument(metavar="NODE", help="Node ids (or unique prefixes or suffixes) to mark."),
     ] = None,
     provider: _PROVIDER = "memory",
     value: _VALUE = "default",

@@ -104,8 +104,9 @@ def mcp_command(
     follow: Annotated[
         list[Path] | None,
         typer.Option(
+            metavar="PATH",
             help="Transcript file or directory to import from before each call (repeatable; "
-            "default: the runtimes' own folders)."
+            "default: the runtimes' own folders).",
         ),
     ] = None,
     no_follow: Annotated[
