@@ -98,7 +98,7 @@ def _widths(columns: Sequence[Column], natural: list[int], width: int) -> list[i
         else min(n, max(c.minimum, half))
         if c.mode == "fold"
         else min(n, c.minimum)
-        for c, n in zip(columns, natural)
+        for c, n in zip(columns, natural, strict=True)
     ]
     left = width - sum(widths) - GAP * (len(columns) - 1)
     growing = [i for i, c in enumerate(columns) if c.mode != "fixed"]
@@ -149,7 +149,7 @@ def render(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int)
             else _wrap(cell, widths[i])
             if c.mode == "wrap"
             else [cell]
-            for i, (c, cell) in enumerate(zip(columns, cells))
+            for i, (c, cell) in enumerate(zip(columns, cells, strict=True))
         ]
         height = max(len(s) for s in split)
         gap = " " * GAP

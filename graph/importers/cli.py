@@ -234,7 +234,9 @@ def import_command(
         _watch(store, targets, interval, json=json)
         return
     # Each session's own count of new nodes (a file's count also holds its sub-agents').
-    had = {} if json or settings.quiet else {x.id: store.node_count(x.id) for x in store.sessions()}
+    had: dict[str, int] = {}
+    if not (json or settings.quiet):
+        had = {x.id: store.node_count(x.id) for x in store.sessions()}
     with Progress(
         TextColumn("importing"),
         BarColumn(),
