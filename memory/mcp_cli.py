@@ -130,8 +130,16 @@ def mcp_command(
 
     err = Console(stderr=True)
     paths = [] if no_follow else list(follow or default_locations())
+    from graph.terminal import CommandLineError
+    from memory.errors import MemoryLayerError
+
     store = open_store(ctx)
-    ws = MemoryWorkspace(workspace or default_workspace())
+    where = workspace or default_workspace()
+    try:
+        ws = MemoryWorkspace(where)
+    except (MemoryLayerError, OSError) as e:
+        store.close()
+        raise CommandLineError(f"--workspace {where}", str(e)) from None
     try:
         server = build_server(store, ws, paths)
         if not http:
