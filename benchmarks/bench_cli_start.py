@@ -49,7 +49,12 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                     for j in range(10):
                         store.append(sid, f"turn {j}", role=Role.USER)
                 store.close()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONGRAPH_")}
+        # Bytecode is written (an installed package has it): a stale cache would time compiling.
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("SESSIONGRAPH_") and k != "PYTHONDONTWRITEBYTECODE"
+        }
         env |= {"COLUMNS": "120", "SESSIONGRAPH_DB": str(db)}
         alts = [
             _process("-c", "pass", env=env),

@@ -363,9 +363,14 @@ def sessions(
     full: _FULL = False,
     json: _JSON = False,
 ) -> None:
-    """List sessions, most recently updated first."""
-    from rich import box
-    from rich.table import Table
+    """List sessions, most recently updated first: id, title, last update, nodes, spawned from.
+
+    Read with one query per listed session (its node count), never a session's whole graph, so a
+    store with million-node sessions lists as quickly as a small one (``show`` and ``open`` give
+    the tips and forks). An empty store says how to fill it.
+    """
+    from graph import plain_table
+    from graph.plain_table import Column
 
     store = open_store(ctx)
     rows = store.sessions(
@@ -377,29 +382,43 @@ def sessions(
     if json:
         _dump([s.model_dump(mode="json") | {"nodes": store.node_count(s.id)} for s in rows])
         return
+    if not rows:
+        filtered = runtime is not None or project is not None or since is not None
+        print(
+            "no sessions match"
+            if filtered
+            else "no sessions; import some with `sessiongraph import`"
+        )
+        return
     shorts = session_short_forms(store)
-    table = Table(box=box.SIMPLE_HEAD)
 
     def name(sid: str | None) -> str:
         return "" if not sid else sid if full else shorts.get(sid, sid)
 
-    id_column(table, "session", [name(s.id) for s in rows], full)
-    table.add_column("title", ratio=1, min_width=10)
-    table.add_column("updated", no_wrap=True, min_width=16)
-    table.add_column("nodes", justify="right", no_wrap=True, min_width=5)
-    table.add_column("tips", justify="right", no_wrap=True, min_width=4)
-    id_column(table, "spawned from", [name(s.parent_session) for s in rows], full)
-    for s in rows:
-        st = store.stats(s.id)
-        table.add_row(
-            markup(name(s.id)),
-            markup(s.title),
-            s.updated_at.strftime("%Y-%m-%d %H:%M"),
-            str(st.nodes),
-            str(st.live_tips),
-            markup(name(s.parent_session)),
-        )
-    _console().print(table)
+    width = plain_table.terminal_width()
+    # Titles get the room: at under 100 columns the update time drops its century and year.
+    stamp = "%m-%d %H:%M" if width < 100 else "%Y-%m-%d %H:%M"
+    spawned = any(s.parent_session for s in rows)
+    ids = Column("session", "fold" if full else "fixed", minimum=12)
+    columns = [
+        ids,
+        Column("title", "wrap", minimum=20),
+        Column("updated"),
+        Column("nodes", right=True),
+    ]
+    if spawned:
+        columns.append(Column("spawned from", ids.mode, minimum=12))
+    table = [
+        [
+            visible(name(s.id)),
+            visible(" ".join(s.title.split())),
+            s.updated_at.strftime(stamp),
+            str(store.node_count(s.id)),
+            *([visible(name(s.parent_session))] if spawned else []),
+        ]
+        for s in rows
+    ]
+    print(plain_table.render(columns, table, width))
 
 
 def _snippet(hit: SearchHit) -> Text:
@@ -449,6 +468,10 @@ def search(
         _dump([h.model_dump(mode="json") for h in hits])
         return
     out = _console()
+    from graph.search import parse_query
+
+    for note in parse_query(query).notes:
+        say(_console(stderr=True), markup(f"note: {note}"))
     if not hits:
         out.print(visible(f"no match for {query!r}"), markup=False, highlight=False)
         return
@@ -645,7 +668,8 @@ def mark(
     ctx: typer.Context,
     session: _SESSION,
     nodes: Annotated[
-        list[str] | None, typer.Argument(help="Node ids (or unique prefixes or suffixes) to mark.")
+        list[str] | None,
+        typer.Argument(metavar="NODE", help="Node ids (or unique prefixes or suffixes) to mark."),
     ] = None,
     provider: _PROVIDER = "memory",
     value: _VALUE = "default",

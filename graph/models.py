@@ -54,7 +54,7 @@ class Role(StrEnum):
     TOOL = "tool"
 
 
-_frozen = ConfigDict(frozen=True, extra="forbid")
+_frozen = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class TextBlock(BaseModel):

@@ -9,7 +9,8 @@ A user's query is never a syntax error. It is read as:
 
 - words, all of which must occur (``parse json``);
 - ``"a quoted phrase"``, whose words must occur in that order, side by side;
-- ``word*``, any token starting with ``word``;
+- ``word*``, any token starting with ``word`` (at least three letters; ``wo*`` is read as ``wo``,
+  with a note in :attr:`Query.notes`);
 - ``-word``, which must not occur (ignored when nothing else is asked for).
 
 Anything else (FTS5 operators, brackets, colons, stray quotes) is read as plain words. A query with no
@@ -34,6 +35,7 @@ from graph.models import Content, Kind, TextBlock
 __all__ = [
     "MARK_END",
     "MARK_START",
+    "MIN_PREFIX",
     "RANKED_CANDIDATES",
     "SNIPPET_TOKENS",
     "Query",
@@ -61,6 +63,9 @@ _SPACE = re.compile(r"\s+")
 RANKED_CANDIDATES = 5_000
 """How many of the newest matching nodes a search ranks (bm25): a word found in most of a million
 nodes costs ranking these, not all of them; rarer queries rank every match."""
+MIN_PREFIX = 3
+"""The fewest characters a ``prefix*`` needs to be expanded: FTS5 merges the match lists of every
+word a prefix starts (``b*`` is most of the index), so a shorter one matches only the word itself."""
 SNIPPET_TOKENS = 12
 """How many tokens a snippet shows around the match (FTS5's snippet token count)."""
 
@@ -111,6 +116,8 @@ class Query:
     """A parsed query: the terms that must match and those that must not."""
 
     terms: tuple[Term, ...]
+    notes: tuple[str, ...] = ()
+    """What was read otherwise than written (a prefix too short to expand), for the user."""
 
     @property
     def positive(self) -> tuple[Term, ...]:
@@ -133,6 +140,7 @@ def parse_query(query: str) -> Query:
         The terms; a bare word holding punctuation (``foo.bar``) becomes a phrase of its tokens.
     """
     terms: list[Term] = []
+    notes: list[str] = []
     for m in _QUERY.finditer(query):
         negated_phrase, phrase, word = m.group(1), m.group(2), m.group(3)
         if word is None:
@@ -144,9 +152,15 @@ def parse_query(query: str) -> Query:
         body = word[1:] if negated else word
         prefix = body.endswith("*")
         words = tuple(tokens(body))
+        if words and prefix and len(words[-1]) < MIN_PREFIX:
+            prefix = False
+            notes.append(
+                f"{body!r} is read as the word {words[-1]!r}: a prefix needs at least "
+                f"{MIN_PREFIX} letters"
+            )
         if words:
             terms.append(Term(words, prefix=prefix, negated=negated))
-    return Query(tuple(terms))
+    return Query(tuple(terms), tuple(notes))
 
 
 def fts_query(query: Query) -> str:

@@ -25,10 +25,9 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-import sqlite_utils
 
 from graph.codec import decode, decode_content, encode
 from graph.errors import (
@@ -64,6 +63,9 @@ from graph.store import (
     search_hit,
     session_origin,
 )
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SessionStore"]
 
@@ -281,7 +283,6 @@ class SessionStore(BaseStore):
                 self.conn.set_trace_callback(lambda sql: tracer(sql, None))
             (mode,) = self.conn.execute("PRAGMA journal_mode=WAL").fetchone()
             self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.db = sqlite_utils.Database(self.conn)
             self._depth = 0
             self._data_version = -1
             self._wal_index: int | None = None
@@ -314,8 +315,12 @@ class SessionStore(BaseStore):
             version = self._read_version()  # again, under the lock: another process may have won
             if version > SCHEMA_VERSION:
                 raise SchemaVersionError(SCHEMA_VERSION, version)
+            # sqlite-utils only builds the schema: a current file is opened without importing it.
+            import sqlite_utils
+
+            db = sqlite_utils.Database(self.conn)
             for step in MIGRATIONS[version:]:
-                step(self.db)
+                step(db)
             if version < SCHEMA_VERSION:
                 self.conn.execute(
                     "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",

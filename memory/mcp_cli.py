@@ -23,24 +23,17 @@ import hmac
 import os
 import secrets
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 from urllib.parse import parse_qs
 
-import anyio
 import typer
-from rich.console import Console
-from rich.markup import escape
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from graph.cli import open_store
-from graph.importers import default_locations
-from memory.mcp_server import build_server
-from memory.memory_cli import default_workspace
-from memory.workspace import MemoryWorkspace
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 __all__ = ["TokenGate", "mcp_command", "register"]
-
-err = Console(stderr=True)
 
 DEFAULT_PORT = 8765
 """The ``--http`` port used without ``--port``."""
@@ -104,8 +97,9 @@ def mcp_command(
     follow: Annotated[
         list[Path] | None,
         typer.Option(
+            metavar="PATH",
             help="Transcript file or directory to import from before each call (repeatable; "
-            "default: the runtimes' own folders)."
+            "default: the runtimes' own folders).",
         ),
     ] = None,
     no_follow: Annotated[
@@ -124,9 +118,28 @@ def mcp_command(
     ] = None,
 ) -> None:
     """Serve the session look-up and memory tools over MCP (stdio, or --http on 127.0.0.1)."""
+    # The MCP SDK and the workspace load here, not when the command line lists its commands.
+    import anyio
+    from rich.console import Console
+    from rich.markup import escape
+
+    from graph.importers import default_locations
+    from memory.mcp_server import build_server
+    from memory.memory_cli import default_workspace
+    from memory.workspace import MemoryWorkspace
+
+    err = Console(stderr=True)
     paths = [] if no_follow else list(follow or default_locations())
+    from graph.terminal import CommandLineError
+    from memory.errors import MemoryLayerError
+
     store = open_store(ctx)
-    ws = MemoryWorkspace(workspace or default_workspace())
+    where = workspace or default_workspace()
+    try:
+        ws = MemoryWorkspace(where)
+    except (MemoryLayerError, OSError) as e:
+        store.close()
+        raise CommandLineError(f"--workspace {where}", str(e)) from None
     try:
         server = build_server(store, ws, paths)
         if not http:

@@ -251,11 +251,16 @@ def _records_table(views: list[RecordView], names: dict[str, str], full: bool) -
         r = v.record
         place = markup(" / ".join((r.topic, *r.headings)))
         cites = "\n".join(
-            f"[bold]{markup(c.label)}[/]: {markup(c.snippet)} [dim]("
-            + markup(c.session_id if full else sessions[c.session_id])
-            + " / "
-            + markup(c.node_id if full else nodes[c.node_id])
-            + ")[/]"
+            f"[bold]{markup(c.label)}[/]: {markup(c.snippet)}"
+            + (
+                " [dim]("
+                + markup(c.session_id if full else sessions[c.session_id])
+                + " / "
+                + markup(c.node_id if full else nodes[c.node_id])
+                + ")[/]"
+                if c.session_id and c.node_id
+                else " [dim](no turn cited)[/]"
+            )
             for c in v.citations
         )
         table.add_row(markup(names.get(r.id, r.id)), place, markup(r.content), cites)
@@ -312,9 +317,19 @@ def show(ctx: typer.Context, record: _RECORD, json: _JSON = False) -> None:
         console = _console()
         console.print(table)
         for n, c in enumerate(v.citations, 1):
+            # A hand-saved record's bare snippet citation names no session, node or speaker.
+            origin = ", ".join(
+                f"{what} {markup(value)}" if what else markup(value)
+                for what, value in (
+                    ("session", c.session_id),
+                    ("node", c.node_id),
+                    ("", c.speaker),
+                )
+                if value
+            )
+            source = f" {markup(c.source_id)}" if c.source_id else ""
             console.print(
-                f"\\[{n}] [bold]{markup(c.label)}[/] {markup(c.source_id)} "
-                f"(session {markup(c.session_id)}, node {markup(c.node_id)}, {markup(c.speaker)})"
+                f"\\[{n}] [bold]{markup(c.label)}[/]{source} ({origin or 'no turn cited'})"
             )
             console.print(f"    {markup(c.snippet)}")
 
@@ -468,15 +483,19 @@ def add(
     content: Annotated[str, typer.Argument(help="The statement to save (one paragraph).")],
     cite: Annotated[
         list[str] | None,
-        typer.Option(help="A turn it stands on, SESSION/NODE (prefixes or id tails); repeatable."),
+        typer.Option(
+            metavar="SESSION/NODE",
+            help="A turn it stands on, SESSION/NODE (prefixes or id tails); repeatable.",
+        ),
     ] = None,
     topic: Annotated[
         str, typer.Option(help="Topic path ('core' for the core block).")
     ] = DEFAULT_ADD_TOPIC,
     heading: Annotated[
-        list[str] | None, typer.Option(help="Heading path inside the topic, outermost first.")
+        list[str] | None,
+        typer.Option(metavar="TEXT", help="Heading path inside the topic, outermost first."),
     ] = None,
-    tag: Annotated[list[str] | None, typer.Option(help="A tag; repeatable.")] = None,
+    tag: Annotated[list[str] | None, typer.Option(metavar="TAG", help="A tag; repeatable.")] = None,
     json: _JSON = False,
 ) -> None:
     """Save a statement by hand through the same validated transaction as a writer's changes.
@@ -766,7 +785,8 @@ def _progress() -> Progress:
 def write(
     ctx: typer.Context,
     sessions: Annotated[
-        list[str] | None, typer.Argument(help="Session ids (default: every session owing turns).")
+        list[str] | None,
+        typer.Argument(metavar="SESSION", help="Session ids (default: every session owing turns)."),
     ] = None,
     model: _MODEL = None,
     base_url: _BASE_URL = None,

@@ -20,6 +20,8 @@ from graph.importers.watch import DEFAULT_INTERVAL
 from graph.terminal import CommandLineError, dump_json, markup, say, settings, short_forms
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from rich.console import Console
     from rich.table import Table
 
@@ -53,8 +55,15 @@ _SUMMARY_ROWS = 200
 """The most sessions the import summary table shows (``--json`` reports all of them)."""
 
 
-def _summary(store: BaseStore, report: ImportReport) -> Table:
-    """One row per imported session, spawned ones under their parent, ids in their short form."""
+def _summary(store: BaseStore, report: ImportReport, had: Mapping[str, int] | None = None) -> Table:
+    """One row per imported session, spawned ones under their parent, ids in their short form.
+
+    Args:
+        store: The store imported into.
+        report: What the import did.
+        had: Each session's node count before the import, for its own "new" count; without it
+            a file's count (its sub-agents' nodes included) is shown on its first session's row.
+    """
     from rich.table import Table
 
     names = session_short_forms(store)
@@ -82,7 +91,11 @@ def _summary(store: BaseStore, report: ImportReport) -> Table:
                 (" ↳ " if i else "") + markup(names.get(sid, sid)),
                 markup(store.session(sid).title),
                 str(st.nodes),
-                str(fr.nodes_added) if i == 0 else "",
+                str(st.nodes - had.get(sid, 0))
+                if had is not None
+                else str(fr.nodes_added)
+                if i == 0
+                else "",
                 str(st.roots),
                 str(st.forks),
                 str(st.rewound),
@@ -167,7 +180,10 @@ def import_command(
     ctx: typer.Context,
     paths: Annotated[
         list[Path] | None,
-        typer.Argument(help="Transcript files or directories (default: the runtimes' own)."),
+        typer.Argument(
+            metavar="PATH",
+            help="Transcript files or directories (default: the runtimes' own).",
+        ),
     ] = None,
     show: Annotated[
         bool, typer.Option("--show", help="Then print each session's tree and pending turns.")
@@ -230,6 +246,10 @@ def import_command(
     if watch:
         _watch(store, targets, interval, json=json)
         return
+    # Each session's own count of new nodes (a file's count also holds its sub-agents').
+    had: dict[str, int] = {}
+    if not (json or settings.quiet):
+        had = {x.id: store.node_count(x.id) for x in store.sessions()}
     with Progress(
         TextColumn("importing"),
         BarColumn(),
@@ -266,7 +286,7 @@ def import_command(
             pass
         elif verbose or len(report.stats) <= TABLE_AT_MOST:
             if report.stats:
-                out.print(_summary(store, report))
+                out.print(_summary(store, report, had))
         else:
             say(out, _one_line(report))
         _problems(report, verbose)
