@@ -292,7 +292,8 @@ class DigestWriter:
             for k in range(0, len(group), per):
                 chunk = group[k : k + per]
                 changes.append(self._record(topic, chunk, continued=k > 0))
-        return ChangeSet(changes=tuple(changes), skipped=tuple(skipped))
+        at = {s.id: k for k, s in enumerate(request.sources)}
+        return ChangeSet(changes=tuple(changes), skipped=tuple(sorted(skipped, key=at.__getitem__)))
 
     def _record(self, topic: str, group: Sequence[_Turn], *, continued: bool) -> CreateRecord:
         head = group[0]
