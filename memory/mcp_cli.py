@@ -15,6 +15,10 @@ A request without it gets 401 and reaches no tool.
 Before each tool call the server imports what was appended to the followed transcript folders: the
 ``--follow`` paths, else the runtimes' own folders (``~/.claude/projects``, ``~/.pi/agent/sessions``,
 ``~/.codex/sessions``); ``--no-follow`` reads the store as it is.
+
+With memory off (``memory.backend = "none"`` in the settings file, or
+``SESSIONGRAPH_MEMORY_BACKEND=none``) only the look-up tools are served: no memory tool, resource or
+prompt, and no workspace is opened or created.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from graph.cli import open_store
 from graph.importers import default_locations
+from memory.config import ConfigError, load_config
 from memory.mcp_server import build_server
 from memory.memory_cli import default_workspace
 from memory.workspace import MemoryWorkspace
@@ -125,8 +130,13 @@ def mcp_command(
 ) -> None:
     """Serve the session look-up and memory tools over MCP (stdio, or --http on 127.0.0.1)."""
     paths = [] if no_follow else list(follow or default_locations())
+    try:
+        memory_on = load_config().enabled  # memory off: the look-up tools only, no workspace
+    except ConfigError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from None
     store = open_store(ctx)
-    ws = MemoryWorkspace(workspace or default_workspace())
+    ws = MemoryWorkspace(workspace or default_workspace()) if memory_on else None
     try:
         server = build_server(store, ws, paths)
         if not http:
@@ -146,7 +156,8 @@ def mcp_command(
     except KeyboardInterrupt:
         pass
     finally:
-        ws.close()
+        if ws is not None:
+            ws.close()
         store.close()
 
 
