@@ -39,6 +39,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from graph.cli import open_store
 from graph.importers import default_locations
 from memory.config import ConfigError, load_config
+from memory.errors import MemoryLayerError
 from memory.mcp_server import build_server
 from memory.memory_cli import default_workspace
 from memory.workspace import MemoryWorkspace
@@ -136,7 +137,12 @@ def mcp_command(
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None
     store = open_store(ctx)
-    ws = MemoryWorkspace(workspace or default_workspace()) if memory_on else None
+    try:
+        ws = MemoryWorkspace(workspace or default_workspace()) if memory_on else None
+    except MemoryLayerError as e:  # a workspace from a newer library, a damaged database, ...
+        store.close()
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from None
     try:
         server = build_server(store, ws, paths)
         if not http:

@@ -2,8 +2,9 @@
 
 Fixtures are hand-written in the runtimes' real formats (tests/fixtures/*/...digest*); the corpus test
 reads the shared real transcripts and skips when they are absent. Before this digest, the Claude Code
-fixture gave 8 records (one per slash command, per command output, per interruption notice and per
-``!`` bash line); now it gives the 2 a person asked for.
+fixture's 12 eligible turns gave 9 records, 8 of them holding runtime markup (one per slash command,
+per command output, per interruption notice and per ``!`` bash line, and a system reminder inside a
+request); now they give the 2 a person asked for.
 """
 
 from __future__ import annotations
