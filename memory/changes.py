@@ -155,6 +155,11 @@ class ChangeSet(BaseModel):
 
     model_config = _strict
     changes: tuple[Change, ...] = ()
+    skipped: tuple[str, ...] = ()
+    """Source ids of the batch the writer read and found nothing worth remembering in. A batch whose
+    changes change nothing is written (marked) without an install only when every one of its sources
+    is listed here; otherwise it is the ``NO_PROGRESS`` failure. Each id must be a source of the
+    batch (``SOURCE_NOT_IN_BATCH`` otherwise)."""
 
 
 def parse_changes(text: str) -> ChangeSet:

@@ -15,6 +15,10 @@ A request without it gets 401 and reaches no tool.
 Before each tool call the server imports what was appended to the followed transcript folders: the
 ``--follow`` paths, else the runtimes' own folders (``~/.claude/projects``, ``~/.pi/agent/sessions``,
 ``~/.codex/sessions``); ``--no-follow`` reads the store as it is.
+
+With memory off (``memory.backend = "none"`` in the settings file, or
+``SESSIONGRAPH_MEMORY_BACKEND=none``) only the look-up tools are served: no memory tool, resource or
+prompt, and no workspace is opened or created.
 """
 
 from __future__ import annotations
@@ -131,13 +135,18 @@ def mcp_command(
     err = Console(stderr=True)
     paths = [] if no_follow else list(follow or default_locations())
     from graph.terminal import CommandLineError
+    from memory.config import ConfigError, load_config
     from memory.errors import MemoryLayerError
 
+    try:
+        memory_on = load_config().enabled  # memory off: the look-up tools only, no workspace
+    except ConfigError as e:
+        raise CommandLineError("config", str(e)) from None
     store = open_store(ctx)
     where = workspace or default_workspace()
     try:
-        ws = MemoryWorkspace(where)
-    except (MemoryLayerError, OSError) as e:
+        ws = MemoryWorkspace(where) if memory_on else None
+    except (MemoryLayerError, OSError) as e:  # a newer library's workspace, a bad folder, ...
         store.close()
         raise CommandLineError(f"--workspace {where}", str(e)) from None
     try:
@@ -159,7 +168,8 @@ def mcp_command(
     except KeyboardInterrupt:
         pass
     finally:
-        ws.close()
+        if ws is not None:
+            ws.close()
         store.close()
 
 

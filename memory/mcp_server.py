@@ -24,6 +24,9 @@ memory_status      workspace id, counts, pending turns, last failure
 The resource ``memory://core.md`` and the prompt ``memory_core`` give the core block as it is injected
 into a system prompt (``core.md`` wrapped once in ``<memory-context>``).
 
+With memory off there is no workspace: :func:`build_server` then serves the five look-up tools only
+(:class:`SessionTools`), with no memory tool, resource or prompt.
+
 Every answer is a typed result (structured output). An expected failure (an unknown id, a refused
 write, a cap, a secret) is raised as ``ToolError``, so its message reaches the model; a secret is
 named by kind and position, never by value. Before each call the server imports whatever the
@@ -68,6 +71,7 @@ __all__ = [
     "CONFIRMED_SESSION",
     "MAX_MESSAGE_CHARS",
     "MemoryTools",
+    "SessionTools",
     "build_server",
 ]
 
@@ -340,20 +344,18 @@ def _since(value: str | None) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-class MemoryTools:
-    """The tools over one session store and one memory workspace (what :func:`build_server` serves).
+class SessionTools:
+    """The session look-up tools over one session store.
+
+    With memory off these are all :func:`build_server` serves.
 
     Args:
         store: The session store.
-        workspace: The memory workspace.
         follow: Transcript files and directories to import from before each call (empty: none).
     """
 
-    def __init__(
-        self, store: BaseStore, workspace: MemoryWorkspace, follow: Sequence[Path] = ()
-    ) -> None:
+    def __init__(self, store: BaseStore, follow: Sequence[Path] = ()) -> None:
         self.store = store
-        self.workspace = workspace
         self.watcher = TranscriptWatcher(store, follow) if follow else None
         self._lock = threading.Lock()
 
@@ -511,7 +513,33 @@ class MemoryTools:
             query=query, hits=out, returned=len(out), offset=max(0, int(offset)), note=note
         )
 
-    # -- the memory layer
+    def call(self, fn: Callable[_P, _R]) -> Callable[_P, _R]:
+        """Wrap a tool: one call at a time, the store refreshed first, expected failures as ToolError."""
+        guarded = _expected(fn)
+
+        @functools.wraps(fn)
+        def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            with self._lock:
+                _expected(self.refresh)()
+                return guarded(*args, **kwargs)
+
+        return run
+
+
+class MemoryTools(SessionTools):
+    """The look-up tools and the memory tools over one session store and one memory workspace.
+
+    Args:
+        store: The session store.
+        workspace: The memory workspace.
+        follow: Transcript files and directories to import from before each call (empty: none).
+    """
+
+    def __init__(
+        self, store: BaseStore, workspace: MemoryWorkspace, follow: Sequence[Path] = ()
+    ) -> None:
+        super().__init__(store, follow)
+        self.workspace = workspace
 
     def _record(self, ref: str) -> RecordOut:
         v = record_view(self.workspace, ref)
@@ -697,27 +725,22 @@ class MemoryTools:
                 ws.render_views()
         return wrap_context(path.read_text("utf-8").strip())
 
-    def call(self, fn: Callable[_P, _R]) -> Callable[_P, _R]:
-        """Wrap a tool: one call at a time, the store refreshed first, expected failures as ToolError."""
-        guarded = _expected(fn)
-
-        @functools.wraps(fn)
-        def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-            with self._lock:
-                _expected(self.refresh)()
-                return guarded(*args, **kwargs)
-
-        return run
-
 
 # ---------------------------------------------------------------- the server
 
-_INSTRUCTIONS = """\
-sessiongraph holds this person's saved agent sessions (Claude Code, Codex, pi) and a plain-text memory.
+_LOOKUP_INSTRUCTIONS = """\
+sessiongraph holds this person's saved agent sessions (Claude Code, Codex, pi).
 To answer "what did I say in that session", list_sessions (or search_sessions with their words), open the
 one session that clearly matches (ask which one when several do), then read_transcript; say so when older
-messages were not returned instead of guessing. Search memory with memory_search when the person asks
+messages were not returned instead of guessing."""
+
+_INSTRUCTIONS = (
+    _LOOKUP_INSTRUCTIONS.replace(
+        "(Claude Code, Codex, pi).", "(Claude Code, Codex, pi) and a plain-text memory."
+    )
+    + """ Search memory with memory_search when the person asks
 what you remember; save only what they confirmed, after showing them the draft (memory_save)."""
+)
 
 _DESCRIPTIONS: dict[str, str] = {
     "list_sessions": (
@@ -784,23 +807,31 @@ _DESCRIPTIONS: dict[str, str] = {
 
 
 def build_server(
-    store: BaseStore, workspace: MemoryWorkspace, follow: Sequence[Path] = ()
+    store: BaseStore, workspace: MemoryWorkspace | None, follow: Sequence[Path] = ()
 ) -> MCPServer:
     """Return the MCP server of the look-up and memory tools over ``store`` and ``workspace``.
 
     Args:
         store: The session store (the caller closes it).
-        workspace: The memory workspace (the caller closes it).
+        workspace: The memory workspace (the caller closes it); None when memory is off: the server
+            then offers the session look-up tools only, with no memory tool, resource or prompt.
         follow: Transcript files or directories: read once in the background from the start (the
             catch-up), then for what changed before each call.
     """
-    tools = MemoryTools(store, workspace, follow)
+    tools = (
+        SessionTools(store, follow) if workspace is None else MemoryTools(store, workspace, follow)
+    )
     tools.start_catching_up()
+    instructions = _INSTRUCTIONS if workspace is not None else _LOOKUP_INSTRUCTIONS
     server = MCPServer(
-        name="sessiongraph", instructions=_INSTRUCTIONS, version="0.1.0", log_level="WARNING"
+        name="sessiongraph", instructions=instructions, version="0.1.0", log_level="WARNING"
     )
     for name, description in _DESCRIPTIONS.items():
-        server.add_tool(tools.call(getattr(tools, name)), name=name, description=description)
+        if hasattr(tools, name):
+            server.add_tool(tools.call(getattr(tools, name)), name=name, description=description)
+    if not isinstance(tools, MemoryTools):
+        return server
+    memory = tools
 
     core_description = (
         "The person's core memory as injected into a system prompt: core.md wrapped in "
@@ -809,10 +840,10 @@ def build_server(
 
     @server.resource("memory://core.md", name="core", description=core_description)
     def core_md() -> str:
-        return tools.call(tools.core_block)()
+        return memory.call(memory.core_block)()
 
     @server.prompt(name="memory_core", description=core_description)
     def memory_core() -> str:
-        return tools.call(tools.core_block)()
+        return memory.call(memory.core_block)()
 
     return server

@@ -14,7 +14,11 @@ when it ends in a failure after some batches). Rendering after every batch rewro
 file once per batch, which made a long session's write quadratic; a crash before the render leaves
 views that name an older revision, and opening the workspace renders them again.
 
-Nothing is marked unless the transaction installed and changed something. Archiving before writing and
+Nothing is marked unless the transaction installed and changed something, with one exception: a
+batch in which the writer found nothing worth remembering (its change set changes nothing and lists
+every source of the batch as ``skipped``) is marked without an install; that is a valid outcome, not
+a failure. A writer that changes nothing without accounting for every turn that way is the
+``NO_PROGRESS`` failure and nothing is marked. Archiving before writing and
 marking last means a crash between any two steps loses nothing: the turns stay pending and the batch is
 written again at worst; a batch installed but not marked is recognized from the workspace's install
 journal and only marked. The whole call holds the workspace's cross-process write lock, taken with a
@@ -39,6 +43,7 @@ from graph.store import BaseStore
 from memory import caps
 from memory.errors import (
     RejectedError,
+    Rejection,
     WorkspaceBusyError,
     WorkspaceStoreError,
     WriterUnavailableError,
@@ -80,7 +85,8 @@ class FailureReason(StrEnum):
     COMMIT_REJECTED = "COMMIT_REJECTED"
     """The writer's changes were rejected twice. Not retryable: the same turns give the same answer."""
     NO_PROGRESS = "NO_PROGRESS"
-    """The writer answered with changes that change nothing; nothing was marked. Not retryable."""
+    """The writer answered with changes that change nothing, yet did not list every source of the
+    batch as skipped; nothing was marked. Not retryable."""
     UNKNOWN_SESSION = "UNKNOWN_SESSION"
     """No such session. Not retryable."""
     INTERNAL = "INTERNAL"
@@ -254,6 +260,9 @@ class WritePipeline:
         self.hook = hook
         self.batches_written = 0
         """Batches installed and marked by this object so far (for reports and tests)."""
+        self.batches_skipped = 0
+        """Batches marked without an install because the writer skipped every one of their turns
+        (nothing worth remembering: slash commands and their output, say)."""
         self._installed = False
 
     def write(self, session_id: str, force: bool = False) -> WriteFailure | None:
@@ -350,13 +359,18 @@ class WritePipeline:
                 except WriterUnavailableError as e:
                     raise _Stop(_failure(FailureReason.WRITER_UNAVAILABLE, str(e))) from e
                 self._step("written")
+                _check_skipped(changes.skipped, batch_ids)
                 plan = ws.plan(changes, batch=batch_ids, baseline=base)
                 self._step("validated")
                 if not plan.changed:
+                    if set(batch_ids) <= set(changes.skipped):
+                        return self._skip(session_id, node_ids)
                     raise _Stop(
                         _failure(
                             FailureReason.NO_PROGRESS,
-                            f"writer {self.writer.name!r} answered with changes that change nothing",
+                            f"writer {self.writer.name!r} answered with changes that change "
+                            f"nothing and skipped {len(set(changes.skipped))} of the batch's "
+                            f"{len(batch_ids)} sources",
                         )
                     )
                 ws.install(plan, base, batch_sources=batch_ids, journal=(session_id, node_ids))
@@ -378,3 +392,23 @@ class WritePipeline:
         self.batches_written += 1
         self._step("marked")
         return len(batch)
+
+    def _skip(self, session_id: str, node_ids: list[NodeId]) -> int:
+        """Mark a batch the writer found nothing worth remembering in; nothing is installed."""
+        log.info("memory write of %s: nothing to remember in %d turns", session_id, len(node_ids))
+        self.store.mark(session_id, node_ids, PROVIDER, self.workspace.id)
+        self.batches_skipped += 1
+        self._step("marked")
+        return len(node_ids)
+
+
+def _check_skipped(skipped: Sequence[str], batch: Sequence[str]) -> None:
+    """Refuse a change set that lists as skipped a source that is not one of the batch's."""
+    allowed = set(batch)
+    for sid in skipped:
+        if sid not in allowed:
+            raise RejectedError(
+                Rejection.SOURCE_NOT_IN_BATCH,
+                f"skipped names {sid}, not a source of this batch; list only the batch's source ids",
+                source_id=sid,
+            )

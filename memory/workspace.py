@@ -55,10 +55,10 @@ from memory.errors import (
 )
 from memory.history import HISTORY_SCHEMA, record_json, record_revision
 from memory.history import restore as history_restore
-from memory.records import CORE_TOPIC, Citation, Record, Source, content_hash, source_id
+from memory.records import Citation, Record, Source, content_hash, source_id
 from memory.secrets import redacted
 from memory.transactions import Plan, State, plan, plan_in_steps, record_links
-from memory.views import render_core, render_topic, render_views_dir
+from memory.views import render_workspace_views
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -1023,7 +1023,9 @@ class MemoryWorkspace:
     def render_views(self) -> list[str]:
         """Render ``topics/**/*.md``, ``core.md`` and ``views.json`` and swap them in atomically.
 
-        Holds the write lock while it swaps and cleans up (see :func:`memory.views.render_views_dir`).
+        Only the files whose records changed since this process last rendered them are rendered;
+        the others are carried over (see :func:`memory.views.render_workspace_views`). Holds the
+        write lock while it swaps and cleans up (see :func:`memory.views.render_views_dir`).
 
         Returns:
             The relative paths whose bytes changed (added, changed or removed), sorted.
@@ -1033,39 +1035,14 @@ class MemoryWorkspace:
             WorkspaceStoreError: the views cannot be written (``views`` is a real directory, say).
         """
         st = self.state()
-        files: dict[str, str] = {}
-        for topic in sorted(st.order):
-            files[f"topics/{topic}.md"] = render_topic(topic, st.topic_records(topic))
-        core = render_core(st.topic_records(CORE_TOPIC), self.core_budget, self.count_tokens)
-        files["core.md"] = core.text
-        files["views.json"] = (
-            json.dumps(
-                {
-                    "workspace_id": self.id,
-                    "revision": self.revision,
-                    "core_left_out": list(core.left_out),
-                },
-                indent=1,
-            )
-            + "\n"
-        )
         with self.write_lock():
-            old = self._view_files()
             try:
-                render_views_dir(self.path, files)
+                done = render_workspace_views(
+                    self.path, self.id, self.revision, st, self.core_budget, self.count_tokens
+                )
             except OSError as e:
                 raise WorkspaceStoreError(f"cannot render the views: {e}") from e
-        return sorted(
-            p for p in old.keys() | files.keys() if p != "views.json" and old.get(p) != files.get(p)
-        )
-
-    def _view_files(self) -> dict[str, str]:
-        root = self.views_path
-        if not root.exists():
-            return {}
-        return {
-            str(p.relative_to(root)): p.read_text("utf-8") for p in root.rglob("*") if p.is_file()
-        }
+        return list(done.changed)
 
     def core_left_out(self) -> list[str]:
         """Return the core records the last render of ``core.md`` left out for the budget."""

@@ -49,7 +49,7 @@ def test_round_trip_edit_one_record(ws: MemoryWorkspace, tmp_path: Path) -> None
     root, file = _stage(ws, tmp_path)
     text = file.read_text("utf-8")
     lines = text.split("\n")
-    n = _line_no(text, f"^{target.id}") - 1
+    n = _line_no(text, "rotate the nightly backups") - 1
     lines[n] = lines[n].replace("rotate the nightly backups", "rotate the hourly snapshots")
     file.write_text("\n".join(lines))
 
@@ -83,9 +83,10 @@ def test_edit_adds_a_record_reorders_and_sets_tags(ws: MemoryWorkspace, tmp_path
     first = ws.records()[0]
     source = first.citations[0].source
     blocks = [n for n, line in enumerate(lines) if line.startswith("Asked:")]
-    # Swap the first two records, tag the (new) first one, and add a record citing an archived source.
-    a, b = lines[blocks[0]], lines[blocks[1]]
-    lines[blocks[0]], lines[blocks[1]] = b, a
+    # Swap the first two records (two lines each: the request, the answer), tag the (new) first
+    # one, and add a record citing an archived source.
+    a, b = lines[blocks[0] : blocks[0] + 2], lines[blocks[1] : blocks[1] + 2]
+    lines[blocks[0] : blocks[0] + 2], lines[blocks[1] : blocks[1] + 2] = b, a
     lines.insert(blocks[0], '<!-- record {"tags": ["ops", "a>b"], "time": "2026-01"} -->')
     footer = lines.index(next(x for x in lines if x.startswith("[^")))
     lines[footer:footer] = ["Backups live on the NAS [^new] [^n2]", ""]
@@ -114,10 +115,10 @@ def _remove_anchor(text: str, rid: str) -> tuple[str, str]:
 def _remove_block(text: str, rid: str) -> tuple[str, str]:
     lines = text.split("\n")
     n = _line_no(text, f"^{rid}") - 1
-    del lines[n : n + 2]
+    del lines[n - 1 : n + 2]  # the request line, the answer line with the anchor, the blank line
     kept = [x for x in lines if not x.startswith(f"[^{rid}-")]
-    nxt = next(x for x in kept[n:] if x.startswith("Asked:"))
-    return "\n".join(kept), nxt[:30]
+    nxt = next(k for k in range(n - 1, len(kept)) if kept[k].startswith("Asked:"))
+    return "\n".join(kept), kept[nxt + 1][:30]  # the next record's last line (its answer)
 
 
 def _invent_citation(text: str, rid: str) -> tuple[str, str]:
@@ -154,7 +155,9 @@ def _secret(text: str, rid: str) -> tuple[str, str]:
 
 
 def _too_long(text: str, rid: str) -> tuple[str, str]:
-    return text.replace(f" [^{rid}-1]", f" {'word ' * 500}[^{rid}-1]"), "word word"
+    # A content error is reported at the record's first line: put the words there.
+    asked = "Asked: How do I rotate the nightly backups?"
+    return text.replace(asked, f"{asked} {'word ' * 500}"), "word word"
 
 
 def _dangling_link(text: str, rid: str) -> tuple[str, str]:

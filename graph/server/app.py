@@ -32,12 +32,14 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from graph.errors import GraphError
 from graph.server.security import SecurityMiddleware
 from graph.store import BaseStore
 
 __all__ = [
     "ApiError",
     "Extension",
+    "ExtensionError",
     "Handler",
     "Memo",
     "NavLink",
@@ -226,11 +228,32 @@ class ServerContext:
     """The server's cache of per-session answers (see :class:`Memo`)."""
 
 
+class ExtensionError(GraphError):
+    """An extension factory failed (its package's settings are malformed, say).
+
+    Attributes:
+        name: The entry point's name.
+    """
+
+    def __init__(self, name: str, detail: str) -> None:
+        super().__init__(f"server extension {name}: {detail}")
+        self.name = name
+
+
 def load_extensions(ctx: ServerContext) -> list[Extension]:
-    """Call every factory of the ``sessiongraph.server`` entry-point group, in name order."""
+    """Call every factory of the ``sessiongraph.server`` entry-point group, in name order.
+
+    A factory returning None adds nothing (the memory package's, when memory is off).
+
+    Raises:
+        ExtensionError: a factory raised; the server is not built without it.
+    """
     out: list[Extension] = []
     for ep in sorted(entry_points(group="sessiongraph.server"), key=lambda e: e.name):
-        ext = ep.load()(ctx)
+        try:
+            ext = ep.load()(ctx)
+        except Exception as e:
+            raise ExtensionError(ep.name, str(e) or type(e).__name__) from e
         if ext is not None:
             out.append(ext)
     return out

@@ -48,7 +48,7 @@ def serve(
     import uvicorn
 
     from graph.cli import open_store
-    from graph.server.app import create_app
+    from graph.server.app import ExtensionError, create_app
     from graph.server.security import new_token
 
     settings: dict[str, str] = {}
@@ -75,7 +75,13 @@ def serve(
     store = open_store(ctx)
     local = is_loopback(host)
     hosts = [] if local else [host.strip("[]"), socket.gethostname()]
-    app = create_app(store, token=token, hosts=hosts, settings=settings, ip_hosts=not local)
+    try:
+        app = create_app(store, token=token, hosts=hosts, settings=settings, ip_hosts=not local)
+    except ExtensionError as e:
+        sock.close()
+        store.close()
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from None
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{bound}/?token={token}"
     if not is_loopback(host):

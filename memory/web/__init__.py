@@ -4,14 +4,17 @@ Registered through the ``sessiongraph.server`` entry-point group (:func:`extensi
 package's server never imports memory. The workspace is the ``memory.workspace`` setting
 (``sessiongraph serve --set memory.workspace=DIR``), else ``$SESSIONGRAPH_MEMORY``, else the user data
 directory's ``memory``; ``memory.core.inject`` (``true``/``false``, default true) and
-``memory.recent.limit`` (default 50) shape the Core and Recent sections.
+``memory.recent.limit`` (default 50) shape the Core and Recent sections. With memory off
+(``memory.backend = "none"``, or ``SESSIONGRAPH_MEMORY_BACKEND=none``) the extension adds nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from graph.server.app import Extension, NavLink, ServerContext
+from memory.config import load_config
 from memory.web import api, pages
 from memory.web.api import MemoryHandle
 
@@ -24,17 +27,29 @@ def _flag(value: str) -> bool:
     return value.strip().lower() not in ("0", "false", "no", "off")
 
 
-def extension(ctx: ServerContext, workspace: str | Path | None = None) -> Extension:
-    """The memory extension of the server.
+def extension(
+    ctx: ServerContext, workspace: str | Path | None = None, env: Mapping[str, str] | None = None
+) -> Extension | None:
+    """The memory extension of the server, or None when memory is off.
 
     Args:
         ctx: The server's context (the store and the ``--set`` settings).
         workspace: The workspace directory; None reads the settings as the module doc says.
+        env: The environment the memory settings are read from (default ``os.environ``).
 
     Returns:
-        The routes, pages, top-bar links, assets, OpenAPI paths and error handlers.
+        The routes, pages, top-bar links, assets, OpenAPI paths and error handlers; None when
+        memory is off (``memory.backend = "none"`` in the settings file, or
+        ``SESSIONGRAPH_MEMORY_BACKEND=none``): the server then has no memory route, page, link or
+        OpenAPI path, and no workspace is opened or created.
+
+    Raises:
+        memory.config.ConfigError: the settings file is malformed.
     """
     from memory.memory_cli import default_workspace
+
+    if not load_config(env=env).enabled:
+        return None
 
     path = workspace or ctx.settings.get("memory.workspace") or default_workspace()
     limit_raw = ctx.settings.get("memory.recent.limit", "50")
