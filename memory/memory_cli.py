@@ -63,20 +63,17 @@ from memory.forget import forget_session
 from memory.history import diff as history_diff
 from memory.history import export_history, resolve_record
 from memory.history import log as history_log
-from memory.manage import (
-    DEFAULT_GRACE,
+from memory.organizer import OfflineOrganizer, reorganize
+from memory.pipeline import WritePipeline
+from memory.reading import (
     RecordView,
-    delete_record,
     export_markdown,
-    purge_expired,
     record_view,
     record_views,
     search_page,
-    undo_delete,
     workspace_status,
 )
-from memory.organizer import OfflineOrganizer, reorganize
-from memory.pipeline import WritePipeline
+from memory.tombstones import DEFAULT_GRACE, delete_record, purge_expired, undo_delete
 from memory.watcher import IdleWatcher
 from memory.workspace import MemoryWorkspace
 
@@ -86,7 +83,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from graph.store import BaseStore
-    from memory.manage import RecordView
+    from memory.reading import RecordView
     from memory.workspace import MemoryWorkspace
 
 __all__ = ["add_memory_app", "default_workspace", "memory_app"]
@@ -287,7 +284,7 @@ def show(ctx: typer.Context, record: _RECORD, json: _JSON = False) -> None:
     """Show one record: place, content, tags, times and every citation (whole ids)."""
     from rich.table import Table
 
-    from memory.manage import record_view
+    from memory.reading import record_view
 
     with _errors():
         v = record_view(_ws(ctx), record)

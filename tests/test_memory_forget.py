@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,8 +16,9 @@ import pytest
 from graph import MemorySessionStore, Role, SessionStore
 from memory import MemoryWorkspace, WorkspaceStoreError, WritePipeline, add_memory, caps
 from memory import forget as forget_mod
+from memory.database import WorkspaceDatabase
 from memory.forget import NothingToForgetError, forget_session
-from memory.manage import NothingToUndoError, delete_record, undo_delete
+from memory.tombstones import NothingToUndoError, delete_record, undo_delete
 
 SECRET_WORD = "zanzibarquokka"  # appears in session A only
 
@@ -96,7 +96,7 @@ def test_forget_erases_the_session_and_nothing_else(setup: Setup) -> None:
 
     rows = ws.conn.execute("SELECT * FROM erasures").fetchall()
     assert rows == [(ws.revision, setup.a, 2, len(report.records_deleted), 2, rows[0][-1])]
-    with pytest.raises(sqlite3.IntegrityError, match="append-only"):  # the guard is back
+    with pytest.raises(WorkspaceStoreError, match="append-only"):  # the guard is back
         ws.conn.execute("DELETE FROM sources")
     for f in (ws.views_path / "topics").rglob("*.md"):
         assert SECRET_WORD not in f.read_text("utf-8")
@@ -119,7 +119,7 @@ def test_a_failing_erase_changes_nothing(setup: Setup, monkeypatch: pytest.Monke
     before = ws.db_path.read_bytes()
     records = ws.records()
 
-    def boom(c: sqlite3.Connection, erased: set[str]) -> int:
+    def boom(c: WorkspaceDatabase, erased: set[str]) -> int:
         raise WorkspaceStoreError("disk full (simulated)")
 
     monkeypatch.setattr(forget_mod, "_erase_tombstones", boom)
@@ -127,7 +127,7 @@ def test_a_failing_erase_changes_nothing(setup: Setup, monkeypatch: pytest.Monke
         forget_session(ws, setup.a)
     assert ws.db_path.read_bytes() == before
     assert ws.records() == records and _a_sources(ws, setup.a)
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(WorkspaceStoreError, match="append-only"):
         ws.conn.execute("DELETE FROM sources")
 
 

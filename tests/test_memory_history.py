@@ -23,7 +23,7 @@ from memory import (
 )
 from memory.changes import SourceRef
 from memory.history import HistoryError, diff, export_history, log, state_at
-from memory.manage import delete_record, purge_expired, undo_delete
+from memory.tombstones import delete_record, purge_expired, undo_delete
 
 
 @pytest.fixture
