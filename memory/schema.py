@@ -180,7 +180,10 @@ POSTGRES_SCHEMA = (
 CREATE FUNCTION sources_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF current_setting('memory.erasing', true) = 'on' THEN
-        RETURN OLD;
+        IF TG_OP = 'DELETE' THEN
+            RETURN OLD;
+        END IF;
+        RETURN NEW;
     END IF;
     RAISE EXCEPTION 'the source archive is append-only: archived rows cannot be %', lower(TG_OP)
         USING ERRCODE = 'integrity_constraint_violation';

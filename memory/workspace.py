@@ -116,6 +116,15 @@ class MemoryWorkspace:
     # ---------------------------------------------------------------- opening
 
     def _connect(self) -> tuple[WorkspaceDatabase, WriteLock]:
+        if self.store_url is not None:
+            from memory.postgres import AdvisoryWriteLock, PostgresWorkspaceDatabase
+
+            pg = PostgresWorkspaceDatabase(self.store_url, timeout=self._timeout)
+            try:
+                return pg, AdvisoryWriteLock(pg)
+            except BaseException:
+                pg.close()
+                raise
         lock = FileWriteLock(self.lock_path)
         return SqliteWorkspaceDatabase(self.db_path, self._timeout), lock
 
