@@ -33,6 +33,7 @@ copy, saying how to apply it again.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import tempfile
@@ -137,11 +138,20 @@ def add_memory_app(app: typer.Typer) -> None:
 def _memory(
     ctx: typer.Context,
     workspace: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--workspace",
             "-w",
-            help="Workspace directory (default: $SESSIONGRAPH_MEMORY or user data dir).",
+            help="Workspace directory, or a postgresql:// URL of a shared store of record "
+            "(default: $SESSIONGRAPH_MEMORY or user data dir).",
+        ),
+    ] = None,
+    views: Annotated[
+        Path | None,
+        typer.Option(
+            "--views",
+            help="Local folder for the Markdown views when -w is a postgresql:// URL "
+            "(default: memory-<host>-<db>-<schema> beside the default workspace).",
         ),
     ] = None,
 ) -> None:
@@ -151,13 +161,29 @@ def _memory(
     except (ConfigError, MemoryOffError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None
-    chosen = Path(os.path.expanduser(str(workspace))) if workspace else default_workspace()
+    store: str | None = None
+    if workspace is not None and workspace.startswith(("postgresql://", "postgres://")):
+        store = workspace
+        chosen = Path(os.path.expanduser(str(views))) if views else _views_folder(str(store))
+    else:
+        chosen = Path(os.path.expanduser(str(workspace))) if workspace else default_workspace()
     ctx.obj = {
         **(ctx.obj or {}),
         "workspace": chosen,
         "workspace_arg": workspace,
+        "store": store,
         "config": config,
     }
+
+
+def _views_folder(url: str) -> Path:
+    """The default views folder of a PostgreSQL store of record: one per host, database and schema."""
+    from urllib.parse import parse_qs, urlsplit
+
+    parts = urlsplit(url)
+    schema = parse_qs(parts.query).get("schema", ["memory"])[0]
+    name = "-".join([parts.hostname or "local", parts.path.strip("/") or "db", schema])
+    return default_workspace().parent / ("memory-" + re.sub(r"[^A-Za-z0-9_.-]", "_", name))
 
 
 def _again(ctx: typer.Context, *command: str) -> str:
@@ -200,11 +226,12 @@ def _ws(ctx: typer.Context) -> MemoryWorkspace:
     from memory.workspace import MemoryWorkspace
 
     path: Path = ctx.obj["workspace"]
-    where = f"-w {path}"
+    store: str | None = ctx.obj.get("store")
+    where = f"--views {path}" if store else f"-w {path}"
     if path.exists() and not path.is_dir():
         raise ValueError(f"{where}: is a file; a workspace is a folder")
     try:
-        ws = MemoryWorkspace(path)
+        ws = MemoryWorkspace(path, store=store)
     except OSError as e:
         raise ValueError(
             f"{where}: cannot create the workspace folder: {e.strerror or e}"

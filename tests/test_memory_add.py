@@ -30,13 +30,15 @@ from memory.errors import WorkspaceSchemaError
 from memory.reading import record_view
 from memory.schema import SCHEMA_VERSION
 from memory.tombstones import delete_record, undo_delete
+from tests.memory_backends import WorkspaceFactory, snapshot
 
 GH_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Iterator[MemoryWorkspace]:
-    w = MemoryWorkspace(tmp_path / "ws")
+def ws(workspace_factory: WorkspaceFactory) -> Iterator[MemoryWorkspace]:
+    """The workspace on each backend of its store of record."""
+    w = workspace_factory()
     yield w
     w.close()
 
@@ -133,14 +135,14 @@ def test_a_refused_save_changes_nothing_not_even_the_archive(
     store = MemorySessionStore()
     sid = store.create_session("chat").id
     node = store.append(sid, "something to cite", role=Role.USER)
-    db_before = ws.db_path.read_bytes()
+    db_before = snapshot(ws)
 
     with pytest.raises(RejectedError) as e:
         add_memory(ws, content, cites=[node], topic=topic)
 
     assert e.value.reason is reason
     assert GH_TOKEN not in str(e.value)
-    assert ws.db_path.read_bytes() == db_before
+    assert snapshot(ws) == db_before
     assert ws.revision == 0 and _archived(ws) == 0
 
 
