@@ -128,7 +128,7 @@ class WorkspaceBusyError(MemoryLayerError):
     """Another writer holds the workspace's write lock (a retryable ``CONCURRENT_UPDATE``).
 
     Attributes:
-        path: The lock file.
+        path: The lock: its file (``write.lock``), or the advisory lock and its database.
         timeout: How long the lock was waited for, in seconds.
     """
 
