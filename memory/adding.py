@@ -146,7 +146,7 @@ def add_memory(
         plan(
             ws.state(),
             changes,
-            archived=lambda ids: (set(ids) & new) | ws._present(ids),
+            archived=lambda ids: (set(ids) & new) | ws.archived(ids),
             batch=None,
             now=0,
         )

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from graph.store import BaseStore
 from memory.records import Record
-from memory.workspace import MemoryWorkspace, _translated
+from memory.workspace import MemoryWorkspace
 
 __all__ = ["Branch", "BranchView", "alternatives", "record_branches"]
 
@@ -48,12 +48,11 @@ class BranchView:
     def __init__(self, ws: MemoryWorkspace, store: BaseStore) -> None:
         self.store = store
         self.cited: dict[str, dict[str, set[str]]] = {}
-        with _translated():
-            for rid, session_id, node_id in ws.conn.execute(
-                "SELECT c.record_id, s.session_id, s.node_id FROM citations c "
-                "JOIN sources s ON s.id = c.source_id"
-            ):
-                self.cited.setdefault(rid, {}).setdefault(session_id, set()).add(node_id)
+        for rid, session_id, node_id in ws.db.execute(
+            "SELECT c.record_id, s.session_id, s.node_id FROM citations c "
+            "JOIN sources s ON s.id = c.source_id"
+        ):
+            self.cited.setdefault(rid, {}).setdefault(session_id, set()).add(node_id)
         self._pred: dict[str, dict[str, str | None] | None] = {}
         self._heads: dict[str, set[str]] = {}
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sized
 from typing import Final
 
+from memory.errors import MemoryLayerError
+
 __all__ = [
     "CAPS",
     "CORE_TOKEN_BUDGET",
@@ -123,7 +125,7 @@ _UNITS: Final[Mapping[str, str]] = {
 }
 
 
-class CapExceeded(ValueError):
+class CapExceeded(MemoryLayerError, ValueError):
     """An input is over one of the caps; the write or query it belonged to was refused whole.
 
     Attributes:

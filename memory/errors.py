@@ -1,15 +1,29 @@
 """Errors raised by the memory layer.
 
-Every error derives from :class:`MemoryLayerError`; a rejected change also derives from ``ValueError``.
-Each carries the facts as attributes::
+Every error the ``memory`` package raises derives from :class:`MemoryLayerError`; those that are a
+caller's bad value also derive from ``ValueError``, those that are a failed look-up from
+``LookupError``. Each carries the facts as attributes::
 
     MemoryLayerError
     ├── RejectedError (ValueError)       reason (a Rejection code), detail, and per reason:
     │                                     source_id, record_id, target, field, kind, start, end
+    ├── CapExceeded (ValueError)         cap, limit, got, where          (memory.caps)
+    ├── SecretError (ValueError)         kind, start, end, line, column  (memory.secrets)
+    ├── ConfigError (ValueError)         a bad memory configuration      (memory.config)
+    ├── EditError, EditFolderError (ValueError)                          (memory.editing)
+    ├── MemoryOffError                   memory is switched off          (memory.config)
+    ├── ModelRequestError                a model endpoint failed         (memory.completion)
+    ├── UnknownRecordError (LookupError) ref, matches: no record, or several, match
+    ├── NothingToUndoError (LookupError) record_id          (memory.tombstones)
+    ├── GraceExpiredError                record_id, expired_at (memory.tombstones)
+    ├── NothingToForgetError (LookupError) ref, matches     (memory.forget)
+    ├── HistoryError (LookupError)       a revision history does not hold (memory.history)
     ├── WorkspaceBusyError               path, timeout (seconds): another writer holds the lock
+    │                                     (retryable: ``CONCURRENT_UPDATE``)
     ├── WriterUnavailableError           writer, detail: a model or writer process is unreachable
-    ├── SearchIndexMissingError          table: the FTS5 index is gone (or FTS5 is not compiled in)
-    └── WorkspaceStoreError              the translated ``sqlite3`` error is its ``__cause__``
+    ├── SearchIndexMissingError          table: the full-text index is gone (or cannot exist)
+    └── WorkspaceStoreError              the database failed; the driver's error is its ``__cause__``
+        └── WorkspaceSchemaError         where, found, supported: written by a newer library
 
 :class:`RejectedError` never carries a secret's value: a ``SECRET`` rejection names the kind and the
 position (``field``, ``start``, ``end``) only.
@@ -24,7 +38,9 @@ __all__ = [
     "RejectedError",
     "Rejection",
     "SearchIndexMissingError",
+    "UnknownRecordError",
     "WorkspaceBusyError",
+    "WorkspaceSchemaError",
     "WorkspaceStoreError",
     "WriterUnavailableError",
 ]
@@ -112,7 +128,7 @@ class WorkspaceBusyError(MemoryLayerError):
     """Another writer holds the workspace's write lock (a retryable ``CONCURRENT_UPDATE``).
 
     Attributes:
-        path: The lock file.
+        path: The lock: its file (``write.lock``), or the advisory lock and its database.
         timeout: How long the lock was waited for, in seconds.
     """
 
@@ -154,4 +170,42 @@ class SearchIndexMissingError(MemoryLayerError):
 
 
 class WorkspaceStoreError(MemoryLayerError):
-    """The workspace database failed (corrupt, read-only, full); the ``sqlite3`` error is the cause."""
+    """The workspace database failed (corrupt, read-only, full, unreachable).
+
+    The driver's error (``sqlite3`` or ``psycopg``) is the ``__cause__``.
+    """
+
+
+class WorkspaceSchemaError(WorkspaceStoreError):
+    """The store of record has a schema version this library cannot open (a newer one).
+
+    Attributes:
+        where: The store (a file path, or a URL without its password).
+        found: The version it holds (None when it is not a number).
+        supported: The newest version this library reads and writes.
+    """
+
+    def __init__(self, where: str, found: int | None, supported: int) -> None:
+        what = f"schema version {found}" if found is not None else "an unreadable schema version"
+        super().__init__(
+            f"workspace {where} has {what}, newer than this library's {supported}; "
+            "upgrade sessiongraph to open it"
+        )
+        self.where = where
+        self.found = found
+        self.supported = supported
+
+
+class UnknownRecordError(MemoryLayerError, LookupError):
+    """No record (or several) matches a reference.
+
+    Attributes:
+        ref: The reference given (an id or a prefix of one).
+        matches: The ids that matched (empty, or more than one).
+    """
+
+    def __init__(self, ref: str, matches: tuple[str, ...] = ()) -> None:
+        how = f"{len(matches)} records match" if matches else "no record matches"
+        super().__init__(f"{how} {ref!r}" + (f": {', '.join(matches[:5])}" if matches else ""))
+        self.ref = ref
+        self.matches = matches

@@ -7,14 +7,14 @@ What is erased, in one transaction (all or nothing):
 * links ``[[topic#^id]]`` to the deleted records, cut from the records that kept them (the link text
   goes, the rest of the statement stays);
 * deleted records waiting in their undo grace period that cite the session (their tombstones);
-* the session's archived sources: the one exception to the append-only archive. The archive's guard
-  triggers are lifted and put back inside the same transaction, and the erase is recorded in the
+* the session's archived sources: the one exception to the append-only archive. The archive's
+  append-only guard is lifted inside the same transaction only, and the erase is recorded in the
   ``erasures`` table (revision, session id, counts, time) without any of its content;
 * the idle watcher's bookkeeping for the session;
 * the content of every history version citing one of its sources (see :mod:`memory.history`).
 
-The database is written with ``secure_delete`` on (freed pages are zeroed) and the search index is
-merged afterwards, so the erased text does not linger in the file. The session's turns in the session
+In SQLite the database is written with ``secure_delete`` on (freed pages are zeroed) and the search
+index is merged afterwards, so the erased text does not linger in the file. The session's turns in the session
 store and their markers are left alone: the session stays written for this workspace, so memory does
 not learn it again. Databases set aside by ``memory reset`` are not touched, and neither is the install journal (it holds node ids only, so a pass that
 installed and crashed before marking is still marked rather than written again).
@@ -24,32 +24,20 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from graph.models import to_micros, utcnow
 from memory import caps
 from memory.changes import ChangeSet, DeleteRecord, SourceRef, UpdateRecord
+from memory.database import WorkspaceDatabase
 from memory.errors import MemoryLayerError
 from memory.history import erase_sources, record_revision
 from memory.records import LINK_RE, Record
 from memory.transactions import Plan, plan_in_steps
-from memory.workspace import MemoryWorkspace, _translated
+from memory.workspace import MemoryWorkspace
 
-__all__ = ["ERASURES_TABLE", "ForgetReport", "NothingToForgetError", "forget_session"]
-
-ERASURES_TABLE = """
-CREATE TABLE IF NOT EXISTS erasures (
-    revision INTEGER NOT NULL,
-    session_id TEXT NOT NULL,
-    sources INTEGER NOT NULL,
-    records_deleted INTEGER NOT NULL,
-    records_updated INTEGER NOT NULL,
-    at INTEGER NOT NULL
-)
-"""
-"""The erase log (created by the first forget): what was erased, never the erased content."""
+__all__ = ["ForgetReport", "NothingToForgetError", "forget_session"]
 
 
 class NothingToForgetError(MemoryLayerError, LookupError):
@@ -88,10 +76,7 @@ class ForgetReport:
 
 
 def _resolve(ws: MemoryWorkspace, ref: str) -> str:
-    sessions = [
-        str(r[0])
-        for r in ws.conn.execute("SELECT DISTINCT session_id FROM sources ORDER BY session_id")
-    ]
+    sessions = ws.archived_sessions()
     if ref in sessions:
         return ref
     matches = tuple(s for s in sessions if ref and s.startswith(ref))
@@ -179,28 +164,19 @@ def forget_session(ws: MemoryWorkspace, session: str) -> ForgetReport:
         WorkspaceBusyError: another writer holds the lock.
         WorkspaceStoreError: the database failed; nothing changed.
     """
-    with ws.write_lock(), _translated():
+    with ws.write_lock():
         sid = _resolve(ws, session)
-        erased = {
-            str(r[0])
-            for r in ws.conn.execute("SELECT id FROM sources WHERE session_id = ?", (sid,))
-        }
+        erased = ws.session_sources(sid)
         steps, _ = _steps(ws, erased)
         base = ws.baseline()
         now = to_micros(utcnow())
-        p = plan_in_steps(base.state, steps, archived=lambda ids: ws._present(ids), now=now)
+        p = plan_in_steps(base.state, steps, archived=ws.archived, now=now)
         counts: dict[str, int] = {}
 
-        def erase(c: sqlite3.Connection, done: Plan) -> None:
+        def erase(c: WorkspaceDatabase, done: Plan) -> None:
             counts["tombstones"] = _erase_tombstones(c, erased)
-            triggers = c.execute(
-                "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'sources'"
-            ).fetchall()
-            for name, _sql in triggers:
-                c.execute(f'DROP TRIGGER "{name}"')
-            c.execute("DELETE FROM sources WHERE session_id = ?", (sid,))
-            for _name, sql in triggers:
-                c.execute(sql)
+            with c.archive_unguarded():
+                c.execute("DELETE FROM sources WHERE session_id = ?", (sid,))
             c.execute("DELETE FROM watch WHERE session_id = ?", (sid,))
             revision = int(c.execute("SELECT value FROM meta WHERE key='revision'").fetchone()[0])
             if not done.changed:
@@ -208,23 +184,19 @@ def forget_session(ws: MemoryWorkspace, session: str) -> ForgetReport:
                 c.execute("UPDATE meta SET value = ? WHERE key = 'revision'", (str(revision),))
                 record_revision(c, revision, "forget", [])
             counts["versions"] = erase_sources(c, erased)
-            c.execute(ERASURES_TABLE)
             c.execute(
                 "INSERT INTO erasures (revision, session_id, sources, records_deleted, "
                 "records_updated, at) VALUES (?, ?, ?, ?, ?, ?)",
                 (revision, sid, len(erased), len(done.deleted), len(done.updated), now),
             )
 
-        ws.conn.execute("PRAGMA secure_delete = ON")
-        try:
+        with ws.db.erasing():
             if p.changed:
                 ws.install(p, base, within=erase, kind="forget")
             else:
-                with ws._txn() as c:
+                with ws.atomic() as c:
                     erase(c, p)
-            ws.conn.execute("INSERT INTO records_fts (records_fts) VALUES ('optimize')")
-        finally:
-            ws.conn.execute("PRAGMA secure_delete = OFF")
+            ws.db.compact_erased()
         ws.render_views()
         return ForgetReport(
             sid,
@@ -236,10 +208,8 @@ def forget_session(ws: MemoryWorkspace, session: str) -> ForgetReport:
         )
 
 
-def _erase_tombstones(c: sqlite3.Connection, erased: set[str]) -> int:
+def _erase_tombstones(c: WorkspaceDatabase, erased: set[str]) -> int:
     """Drop the tombstones of deleted records citing an erased source; return how many."""
-    if not c.execute("SELECT 1 FROM sqlite_master WHERE name = 'tombstones'").fetchone():
-        return 0
     doomed = [
         rid
         for rid, raw in c.execute("SELECT record_id, record FROM tombstones").fetchall()

@@ -1,7 +1,7 @@
 """Memory's history: every revision, what it changed, and the way back (``memory log|diff|restore``).
 
 Every revision of a workspace (a writer's install, an edit, a save, a delete, an undo, a restore, a
-forget) records what it changed, inside its own transaction, in two tables of ``memory.db``:
+forget) records what it changed, inside its own transaction, in two tables of the store of record:
 
 * ``revisions``: ``(workspace_id, revision, at, kind)``; ``at`` in microseconds since the Unix epoch,
   ``kind`` one of :data:`KINDS`;
@@ -26,13 +26,11 @@ back, and (for a whole revision) records created since are deleted.
 from __future__ import annotations
 
 import difflib
-import functools
 import json
-import sqlite3
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any
 
 from graph.models import to_micros, utcnow
 from memory.changes import (
@@ -45,11 +43,11 @@ from memory.changes import (
     SourceRef,
     UpdateRecord,
 )
-from memory.errors import MemoryLayerError, WorkspaceStoreError
+from memory.database import WorkspaceDatabase
+from memory.errors import MemoryLayerError
 from memory.records import Record
 
 __all__ = [
-    "HISTORY_SCHEMA",
     "KINDS",
     "HistoryError",
     "RecordChange",
@@ -82,45 +80,9 @@ KINDS = (
 restore, a forget, an organizer pass, any other validated change, or the start of history in an
 existing workspace."""
 
-HISTORY_SCHEMA = """
-CREATE TABLE IF NOT EXISTS revisions (
-    workspace_id TEXT NOT NULL,
-    revision INTEGER NOT NULL,
-    at INTEGER NOT NULL,
-    kind TEXT NOT NULL,
-    PRIMARY KEY (workspace_id, revision)
-);
-CREATE TABLE IF NOT EXISTS record_versions (
-    workspace_id TEXT NOT NULL,
-    revision INTEGER NOT NULL,
-    record_id TEXT NOT NULL,
-    op TEXT NOT NULL,
-    record TEXT,
-    PRIMARY KEY (workspace_id, revision, record_id)
-);
-CREATE INDEX IF NOT EXISTS record_versions_by_record ON record_versions (record_id, revision);
-"""
-"""The history tables (created by the schema step that introduced history)."""
-
 
 class HistoryError(MemoryLayerError, LookupError):
     """A revision or record version that history does not hold (the message says which)."""
-
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def _store_errors(fn: _F) -> _F:
-    """Translate ``sqlite3`` errors raised by ``fn`` into :class:`WorkspaceStoreError`."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except sqlite3.Error as e:
-            raise WorkspaceStoreError(f"sqlite: {e}") from e
-
-    return cast(_F, wrapper)
 
 
 @dataclass(frozen=True)
@@ -162,7 +124,7 @@ def record_json(rec: Record, position: int) -> dict[str, Any]:
 
 
 def record_revision(
-    c: sqlite3.Connection,
+    c: WorkspaceDatabase,
     revision: int,
     kind: str,
     changes: Collection[tuple[str, str, Mapping[str, Any] | None]],
@@ -173,12 +135,14 @@ def record_revision(
     """
     wid = str(c.execute("SELECT value FROM meta WHERE key = 'workspace_id'").fetchone()[0])
     c.execute(
-        "INSERT OR REPLACE INTO revisions (workspace_id, revision, at, kind) VALUES (?, ?, ?, ?)",
+        "INSERT INTO revisions (workspace_id, revision, at, kind) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (workspace_id, revision) DO UPDATE SET at = excluded.at, kind = excluded.kind",
         (wid, revision, to_micros(utcnow()), kind),
     )
     c.executemany(
-        "INSERT OR REPLACE INTO record_versions (workspace_id, revision, record_id, op, record) "
-        "VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO record_versions (workspace_id, revision, record_id, op, record) "
+        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (workspace_id, revision, record_id) "
+        "DO UPDATE SET op = excluded.op, record = excluded.record",
         [
             (wid, revision, rid, op, None if rec is None else json.dumps(rec, ensure_ascii=False))
             for rid, op, rec in changes
@@ -186,7 +150,7 @@ def record_revision(
     )
 
 
-def erase_sources(c: sqlite3.Connection, sources: Collection[str]) -> int:
+def erase_sources(c: WorkspaceDatabase, sources: Collection[str]) -> int:
     """Blank every version citing one of ``sources`` (``op`` ``erased``); return how many."""
     doomed = [
         (wid, rev, rid)
@@ -204,18 +168,18 @@ def erase_sources(c: sqlite3.Connection, sources: Collection[str]) -> int:
     return len(doomed)
 
 
-def _wid(conn: sqlite3.Connection) -> str:
+def _wid(conn: WorkspaceDatabase) -> str:
     return str(conn.execute("SELECT value FROM meta WHERE key = 'workspace_id'").fetchone()[0])
 
 
-def _first(conn: sqlite3.Connection, wid: str) -> int | None:
+def _first(conn: WorkspaceDatabase, wid: str) -> int | None:
     row = conn.execute(
         "SELECT min(revision) FROM revisions WHERE workspace_id = ?", (wid,)
     ).fetchone()
     return None if row[0] is None else int(row[0])
 
 
-def _check_revision(conn: sqlite3.Connection, revision: int) -> str:
+def _check_revision(conn: WorkspaceDatabase, revision: int) -> str:
     wid = _wid(conn)
     now = int(conn.execute("SELECT value FROM meta WHERE key = 'revision'").fetchone()[0])
     first = _first(conn, wid)
@@ -229,8 +193,7 @@ def _check_revision(conn: sqlite3.Connection, revision: int) -> str:
     return wid
 
 
-@_store_errors
-def state_at(conn: sqlite3.Connection, revision: int) -> dict[str, dict[str, Any]]:
+def state_at(conn: WorkspaceDatabase, revision: int) -> dict[str, dict[str, Any]]:
     """Return the records as they were at ``revision`` (record id -> record JSON).
 
     Raises:
@@ -249,8 +212,7 @@ def state_at(conn: sqlite3.Connection, revision: int) -> dict[str, dict[str, Any
     return out
 
 
-@_store_errors
-def log(conn: sqlite3.Connection, record_id: str | None = None) -> list[Revision]:
+def log(conn: WorkspaceDatabase, record_id: str | None = None) -> list[Revision]:
     """Return the revisions, newest first, of this workspace and those it was reset from.
 
     Args:
@@ -277,9 +239,8 @@ def log(conn: sqlite3.Connection, record_id: str | None = None) -> list[Revision
     return out
 
 
-@_store_errors
 def diff(
-    conn: sqlite3.Connection, old: int, new: int | None = None
+    conn: WorkspaceDatabase, old: int, new: int | None = None
 ) -> list[tuple[str, str, dict[str, Any] | None, dict[str, Any] | None, list[str]]]:
     """Compare the records at two revisions (``new`` defaults to the current one).
 
@@ -380,9 +341,8 @@ def restore_changes(
     return [*updates, *creates, *deletes], create_ids
 
 
-@_store_errors
 def restore(
-    conn: sqlite3.Connection,
+    conn: WorkspaceDatabase,
     current: Mapping[str, Record],
     revision: int,
     record_id: str | None = None,
@@ -413,8 +373,7 @@ def restore(
     return ChangeSet(changes=tuple(changes)), create_ids
 
 
-@_store_errors
-def resolve_record(conn: sqlite3.Connection, ref: str) -> str:
+def resolve_record(conn: WorkspaceDatabase, ref: str) -> str:
     """Return the id of the record history knows by ``ref``: an id, or a unique prefix or suffix.
 
     Deleted records count: history keeps them.
@@ -437,7 +396,7 @@ def resolve_record(conn: sqlite3.Connection, ref: str) -> str:
     return matches[0]
 
 
-def _lines(conn: sqlite3.Connection) -> Iterator[str]:
+def _lines(conn: WorkspaceDatabase) -> Iterator[str]:
     for rev in reversed(log(conn)):
         yield json.dumps(
             {
@@ -454,8 +413,7 @@ def _lines(conn: sqlite3.Connection) -> Iterator[str]:
         )
 
 
-@_store_errors
-def export_history(conn: sqlite3.Connection, path: str | Path) -> int:
+def export_history(conn: WorkspaceDatabase, path: str | Path) -> int:
     """Write the whole history as JSON Lines to ``path``, oldest revision first; return the count.
 
     One object per revision: ``workspace_id``, ``revision``, ``at``, ``kind`` and ``changes`` (each

@@ -61,9 +61,10 @@ from memory.changes import Change, ChangeSet, CreateRecord, Destination, SourceR
 from memory.errors import MemoryLayerError
 from memory.interface import wrap_context
 from memory.lookup import SessionInfo, latest_message, open_session, read_transcript
-from memory.manage import purge_expired, record_view, search_page, workspace_status
+from memory.reading import record_view, search_page, workspace_status
 from memory.records import CORE_TOPIC, source_id
 from memory.secrets import scan
+from memory.tombstones import purge_expired
 from memory.transactions import plan
 from memory.workspace import MemoryWorkspace
 

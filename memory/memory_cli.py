@@ -33,6 +33,7 @@ copy, saying how to apply it again.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import tempfile
@@ -63,20 +64,17 @@ from memory.forget import forget_session
 from memory.history import diff as history_diff
 from memory.history import export_history, resolve_record
 from memory.history import log as history_log
-from memory.manage import (
-    DEFAULT_GRACE,
+from memory.organizer import OfflineOrganizer, reorganize
+from memory.pipeline import WritePipeline
+from memory.reading import (
     RecordView,
-    delete_record,
     export_markdown,
-    purge_expired,
     record_view,
     record_views,
     search_page,
-    undo_delete,
     workspace_status,
 )
-from memory.organizer import OfflineOrganizer, reorganize
-from memory.pipeline import WritePipeline
+from memory.tombstones import DEFAULT_GRACE, delete_record, purge_expired, undo_delete
 from memory.watcher import IdleWatcher
 from memory.workspace import MemoryWorkspace
 
@@ -86,7 +84,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from graph.store import BaseStore
-    from memory.manage import RecordView
+    from memory.reading import RecordView
     from memory.workspace import MemoryWorkspace
 
 __all__ = ["add_memory_app", "default_workspace", "memory_app"]
@@ -140,11 +138,20 @@ def add_memory_app(app: typer.Typer) -> None:
 def _memory(
     ctx: typer.Context,
     workspace: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--workspace",
             "-w",
-            help="Workspace directory (default: $SESSIONGRAPH_MEMORY or user data dir).",
+            help="Workspace directory, or a postgresql:// URL of a shared store of record "
+            "(default: $SESSIONGRAPH_MEMORY or user data dir).",
+        ),
+    ] = None,
+    views: Annotated[
+        Path | None,
+        typer.Option(
+            "--views",
+            help="Local folder for the Markdown views when -w is a postgresql:// URL "
+            "(default: memory-<host>-<db>-<schema> beside the default workspace).",
         ),
     ] = None,
 ) -> None:
@@ -154,13 +161,29 @@ def _memory(
     except (ConfigError, MemoryOffError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None
-    chosen = Path(os.path.expanduser(str(workspace))) if workspace else default_workspace()
+    store: str | None = None
+    if workspace is not None and workspace.startswith(("postgresql://", "postgres://")):
+        store = workspace
+        chosen = Path(os.path.expanduser(str(views))) if views else _views_folder(str(store))
+    else:
+        chosen = Path(os.path.expanduser(str(workspace))) if workspace else default_workspace()
     ctx.obj = {
         **(ctx.obj or {}),
         "workspace": chosen,
         "workspace_arg": workspace,
+        "store": store,
         "config": config,
     }
+
+
+def _views_folder(url: str) -> Path:
+    """The default views folder of a PostgreSQL store of record: one per host, database and schema."""
+    from urllib.parse import parse_qs, urlsplit
+
+    parts = urlsplit(url)
+    schema = parse_qs(parts.query).get("schema", ["memory"])[0]
+    name = "-".join([parts.hostname or "local", parts.path.strip("/") or "db", schema])
+    return default_workspace().parent / ("memory-" + re.sub(r"[^A-Za-z0-9_.-]", "_", name))
 
 
 def _again(ctx: typer.Context, *command: str) -> str:
@@ -203,11 +226,12 @@ def _ws(ctx: typer.Context) -> MemoryWorkspace:
     from memory.workspace import MemoryWorkspace
 
     path: Path = ctx.obj["workspace"]
-    where = f"-w {path}"
+    store: str | None = ctx.obj.get("store")
+    where = f"--views {path}" if store else f"-w {path}"
     if path.exists() and not path.is_dir():
         raise ValueError(f"{where}: is a file; a workspace is a folder")
     try:
-        ws = MemoryWorkspace(path)
+        ws = MemoryWorkspace(path, store=store)
     except OSError as e:
         raise ValueError(
             f"{where}: cannot create the workspace folder: {e.strerror or e}"
@@ -292,7 +316,7 @@ def show(ctx: typer.Context, record: _RECORD, json: _JSON = False) -> None:
     """Show one record: place, content, tags, times and every citation (whole ids)."""
     from rich.table import Table
 
-    from memory.manage import record_view
+    from memory.reading import record_view
 
     with _errors():
         v = record_view(_ws(ctx), record)

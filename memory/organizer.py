@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, time, timedelta
@@ -44,14 +43,14 @@ from memory.changes import (
     UpdateRecord,
     parse_changes,
 )
+from memory.database import WorkspaceDatabase
 from memory.errors import RejectedError, Rejection, WriterUnavailableError
 from memory.records import CORE_TOPIC, LINK_RE, Record
 from memory.transactions import Plan, State
 from memory.views import render_core, render_topic
-from memory.workspace import MemoryWorkspace, _translated, approx_tokens
+from memory.workspace import MemoryWorkspace, approx_tokens
 
 __all__ = [
-    "ORGANIZER_RUNS",
     "ModelOrganizer",
     "OfflineOrganizer",
     "OrganizeResult",
@@ -60,17 +59,6 @@ __all__ = [
     "reorganize",
     "run_if_due",
 ]
-
-ORGANIZER_RUNS = """
-CREATE TABLE IF NOT EXISTS organizer_runs (
-    at INTEGER NOT NULL,
-    revision INTEGER NOT NULL,
-    archive_top INTEGER NOT NULL,
-    changed INTEGER NOT NULL
-)
-"""
-"""When each pass ran (microseconds since the Unix epoch), the revision and the highest archive rowid
-after it, and whether it changed anything; created by the first pass."""
 
 
 class Organizer(Protocol):
@@ -276,8 +264,7 @@ def _check_rearranges(state: State, changes: ChangeSet) -> None:
 
 
 def _record_run(ws: MemoryWorkspace, changed: bool, now: datetime) -> None:
-    with ws._txn() as c:
-        c.execute(ORGANIZER_RUNS)
+    with ws.atomic() as c:
         revision = int(c.execute("SELECT value FROM meta WHERE key = 'revision'").fetchone()[0])
         top = int(c.execute("SELECT coalesce(max(rowid), 0) FROM sources").fetchone()[0])
         c.execute(
@@ -365,8 +352,7 @@ class OrganizeSchedule:
         the tokens of turns archived after it. The daily pass is due when the latest ``daily_at``
         (local time) at or before ``now`` came after the last pass, and memory holds records.
         """
-        with _translated():
-            return self._due(ws, now)
+        return self._due(ws, now)
 
     def _due(self, ws: MemoryWorkspace, now: datetime) -> str | None:
         at, revision, top = _last_run(ws.conn)
@@ -393,12 +379,11 @@ class OrganizeSchedule:
         return None
 
 
-def _last_run(conn: sqlite3.Connection) -> tuple[int, int, int]:
+def _last_run(conn: WorkspaceDatabase) -> tuple[int, int, int]:
     """``(at, revision, archive_top)`` of the last pass, or zeros when none ran."""
-    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'organizer_runs'").fetchone():
-        return 0, 0, 0
     row = conn.execute(
-        "SELECT at, revision, archive_top FROM organizer_runs ORDER BY at DESC, rowid DESC LIMIT 1"
+        "SELECT at, revision, archive_top FROM organizer_runs "
+        "ORDER BY at DESC, revision DESC LIMIT 1"
     ).fetchone()
     return (0, 0, 0) if row is None else (int(row[0]), int(row[1]), int(row[2]))
 

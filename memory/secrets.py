@@ -60,6 +60,8 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Final, NamedTuple
 
+from memory.errors import MemoryLayerError
+
 __all__ = [
     "ANTHROPIC_API_KEY",
     "ASSIGNED_SECRET",
@@ -151,7 +153,7 @@ class SecretFinding(NamedTuple):
     """Offset just past the last character."""
 
 
-class SecretError(ValueError):
+class SecretError(MemoryLayerError, ValueError):
     """A text to be stored carries a credential; nothing was written. The message never holds the value.
 
     Attributes:

@@ -36,7 +36,7 @@ from memory.organizer import (
     run_if_due,
 )
 from memory.pipeline import FailureReason, WriteFailure
-from memory.workspace import MemoryWorkspace, _translated
+from memory.workspace import MemoryWorkspace
 
 __all__ = ["EventSink", "IdleWatcher", "SessionWriter", "WatchOutcome"]
 
@@ -44,10 +44,6 @@ log = logging.getLogger(__name__)
 
 EventSink = Callable[[str, dict[str, Any]], None]
 """Receives ``(event name, payload)``."""
-
-
-_HEADS = "CREATE TABLE IF NOT EXISTS watch_heads (session_id TEXT PRIMARY KEY, head TEXT NOT NULL)"
-"""The heads the watcher saw last, one per session (an empty head: none)."""
 
 
 class SessionWriter(Protocol):
@@ -179,12 +175,9 @@ class IdleWatcher:
 
     def _head_moved(self, session_id: str, head: str | None) -> bool:
         """Whether the head left the branch of the head seen last (remembering growth and firsts)."""
-        c = self.workspace.conn
-        with _translated():
-            c.execute(_HEADS)
-            row = c.execute(
-                "SELECT head FROM watch_heads WHERE session_id = ?", (session_id,)
-            ).fetchone()
+        row = self.workspace.db.execute(
+            "SELECT head FROM watch_heads WHERE session_id = ?", (session_id,)
+        ).fetchone()
         seen = None if row is None else (row[0] or None)
         if row is not None and seen == head:
             return False
@@ -203,10 +196,10 @@ class IdleWatcher:
         return False
 
     def _seen_head(self, session_id: str, head: str | None) -> None:
-        with self.workspace._txn() as c:
-            c.execute(_HEADS)
+        with self.workspace.atomic() as c:
             c.execute(
-                "INSERT OR REPLACE INTO watch_heads (session_id, head) VALUES (?, ?)",
+                "INSERT INTO watch_heads (session_id, head) VALUES (?, ?) "
+                "ON CONFLICT (session_id) DO UPDATE SET head = excluded.head",
                 (session_id, head or ""),
             )
 

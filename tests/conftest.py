@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, Phase, settings
 from graph import MemorySessionStore, SessionStore
 from graph.store import BaseStore
 from graph.testing_contract import StoreFactory
+from tests.memory_backends import WorkspaceFactory
 
 # ci leaves out the explain phase: on a failure it re-runs the shrunk example once per line it covers,
 # which cost most of the suite's CPU time; the failing example is still shrunk and printed.
@@ -94,6 +95,15 @@ def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[St
     cleanup = PostgresSessionStore(url, schema=schema)
     cleanup.drop_schema()
     cleanup.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def workspace_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[WorkspaceFactory]:
+    """Each backend of the memory workspace's store of record in turn (see tests/memory_backends)."""
+    url = postgres_url() if request.param == "postgres" else ""
+    factory = WorkspaceFactory(request.param, tmp_path, url)
+    yield factory
+    factory.close()
 
 
 @pytest.fixture

@@ -26,15 +26,19 @@ from memory import (
 )
 from memory.adding import SAVED_LABEL, cited_nodes
 from memory.editing import EditError, apply_edits, stage_topics
-from memory.manage import delete_record, record_view, undo_delete
-from memory.workspace import _SCHEMA, SCHEMA_VERSION, _split
+from memory.errors import WorkspaceSchemaError
+from memory.reading import record_view
+from memory.schema import SCHEMA_VERSION
+from memory.tombstones import delete_record, undo_delete
+from tests.memory_backends import WorkspaceFactory, snapshot
 
 GH_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Iterator[MemoryWorkspace]:
-    w = MemoryWorkspace(tmp_path / "ws")
+def ws(workspace_factory: WorkspaceFactory) -> Iterator[MemoryWorkspace]:
+    """The workspace on each backend of its store of record."""
+    w = workspace_factory()
     yield w
     w.close()
 
@@ -131,14 +135,14 @@ def test_a_refused_save_changes_nothing_not_even_the_archive(
     store = MemorySessionStore()
     sid = store.create_session("chat").id
     node = store.append(sid, "something to cite", role=Role.USER)
-    db_before = ws.db_path.read_bytes()
+    db_before = snapshot(ws)
 
     with pytest.raises(RejectedError) as e:
         add_memory(ws, content, cites=[node], topic=topic)
 
     assert e.value.reason is reason
     assert GH_TOKEN not in str(e.value)
-    assert ws.db_path.read_bytes() == db_before
+    assert snapshot(ws) == db_before
     assert ws.revision == 0 and _archived(ws) == 0
 
 
@@ -160,12 +164,40 @@ def test_only_a_person_may_save_a_bare_snippet(ws: MemoryWorkspace) -> None:
     assert ws.plan(create("said so")).changed
 
 
+_V1_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE sources (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, session_id TEXT NOT NULL,
+    node_id TEXT NOT NULL, speaker TEXT NOT NULL, text TEXT NOT NULL, content_hash TEXT NOT NULL,
+    created_at TEXT NOT NULL, archived_at INTEGER NOT NULL);
+CREATE INDEX sources_by_node ON sources (node_id);
+CREATE TRIGGER sources_no_update BEFORE UPDATE ON sources
+BEGIN SELECT RAISE(ABORT, 'the source archive is append-only: archived rows cannot be updated'); END;
+CREATE TRIGGER sources_no_delete BEFORE DELETE ON sources
+BEGIN SELECT RAISE(ABORT, 'the source archive is append-only: archived rows cannot be deleted'); END;
+CREATE TABLE records (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, topic TEXT NOT NULL,
+    headings TEXT NOT NULL, position INTEGER NOT NULL, content TEXT NOT NULL, tags TEXT NOT NULL,
+    time TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+CREATE INDEX records_by_topic ON records (topic, position);
+CREATE TABLE citations (record_id TEXT NOT NULL REFERENCES records (id), ordinal INTEGER NOT NULL,
+    source_id TEXT NOT NULL REFERENCES sources (id), label TEXT NOT NULL, snippet TEXT NOT NULL,
+    PRIMARY KEY (record_id, ordinal));
+CREATE INDEX citations_by_source ON citations (source_id);
+CREATE TABLE links (from_record TEXT NOT NULL REFERENCES records (id),
+    to_record TEXT NOT NULL REFERENCES records (id), PRIMARY KEY (from_record, to_record));
+CREATE TABLE installs (revision INTEGER PRIMARY KEY, session_id TEXT NOT NULL,
+    first_node TEXT NOT NULL, node_ids TEXT NOT NULL, at INTEGER NOT NULL);
+CREATE INDEX installs_by_first ON installs (session_id, first_node);
+CREATE TABLE watch (session_id TEXT PRIMARY KEY, updated_at INTEGER NOT NULL, status TEXT NOT NULL,
+    reason TEXT NOT NULL, at INTEGER NOT NULL);
+"""
+"""The schema as version 1 wrote it (before redaction columns, bare citations and history)."""
+
+
 def _v1_workspace(path: Path) -> None:
     """A workspace as schema version 1 wrote it: one record citing one archived source."""
     path.mkdir()
     con = sqlite3.connect(path / "memory.db")
-    for stmt in _split(_SCHEMA):
-        con.execute(stmt)
+    con.executescript(_V1_SCHEMA)
     con.executemany(
         "INSERT INTO meta VALUES (?, ?)",
         [("workspace_id", "ws-old"), ("revision", "1"), ("schema_version", "1")],
@@ -187,7 +219,13 @@ def test_a_version_1_workspace_is_migrated_in_place(tmp_path: Path) -> None:
     _v1_workspace(tmp_path / "ws")
 
     with MemoryWorkspace(tmp_path / "ws") as ws:
-        assert ws._meta("schema_version") == str(SCHEMA_VERSION) == "2"
+        assert ws._meta("schema_version") == str(SCHEMA_VERSION) == "3"
+        for table in ("tombstones", "erasures", "watch_heads", "organizer_runs", "revisions"):
+            assert ws.db.has_table(table), table  # every table of the schema, none made lazily
+        assert {r[1] for r in ws.conn.execute("PRAGMA table_info(sources)")} >= {
+            "original_hash",
+            "redactions",
+        }
         assert ws.id == "ws-old" and ws.revision == 1
         (old,) = ws.records()
         assert old.content == "old fact" and [c.source for c in old.citations] == ["s-1"]
@@ -202,8 +240,10 @@ def test_a_version_1_workspace_is_migrated_in_place(tmp_path: Path) -> None:
 def test_a_workspace_from_a_newer_library_is_refused(tmp_path: Path) -> None:
     with MemoryWorkspace(tmp_path / "ws") as ws:
         ws.conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
-    with pytest.raises(WorkspaceStoreError, match="schema version 99"):
+    with pytest.raises(WorkspaceSchemaError, match="schema version 99") as e:
         MemoryWorkspace(tmp_path / "ws")
+    assert (e.value.found, e.value.supported) == (99, SCHEMA_VERSION)
+    assert isinstance(e.value, WorkspaceStoreError)
 
 
 def test_an_edited_core_md_is_refused_with_the_pointer(ws: MemoryWorkspace, tmp_path: Path) -> None:

@@ -15,8 +15,8 @@ import pytest
 from graph import Role, SessionStore
 from memory import MemoryWorkspace, add_memory
 from memory.branches import Branch, BranchView, alternatives
-from memory.manage import search_page
 from memory.organizer import OfflineOrganizer, reorganize
+from memory.reading import search_page
 
 
 @dataclass

@@ -1,8 +1,7 @@
-"""Seeing, finding, deleting and taking back records (memory.manage), with an injected clock."""
+"""Seeing, finding, deleting and taking back records (memory.reading, memory.tombstones), with an injected clock."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,21 +20,18 @@ from memory import (
 )
 from memory.caps import MAX_QUERY_CHARS, MAX_RESULTS_PER_PAGE, CapExceeded
 from memory.changes import DeleteRecord
-from memory.manage import (
+from memory.database import WorkspaceDatabase
+from memory.errors import UnknownRecordError
+from memory.pipeline import PROVIDER
+from memory.reading import export_markdown, record_view, record_views, search_page, workspace_status
+from memory.tombstones import (
     GraceExpiredError,
     NothingToUndoError,
-    UnknownRecordError,
     delete_record,
-    export_markdown,
-    record_view,
-    record_views,
     resolve_record,
-    search_page,
     tombstones,
     undo_delete,
-    workspace_status,
 )
-from memory.pipeline import PROVIDER
 
 T = 1_800_000_000.0
 """The injected clock's 'now', in seconds."""
@@ -220,7 +216,7 @@ def test_apply_within_hook_rolls_back_with_the_install(env: Env) -> None:
     (a,) = env.add("kept")
     db = env.ws.db_path.read_bytes()
 
-    def boom(c: sqlite3.Connection, _: object) -> None:
+    def boom(c: WorkspaceDatabase, _: object) -> None:
         c.execute("CREATE TABLE scratch (x)")
         raise RuntimeError("after the records changed")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -29,6 +28,7 @@ from memory import (
     split_batches,
 )
 from memory.writers import DigestWriter
+from tests.memory_backends import WorkspaceFactory, snapshot
 
 
 def forked_rewound_compacted(store: BaseStore) -> dict[str, str]:
@@ -72,12 +72,8 @@ def cited_nodes(ws: MemoryWorkspace) -> Counter[str]:
 
 
 def workspace_bytes(ws: MemoryWorkspace) -> str:
-    """A digest of the database file and every file under the views directory."""
-    h = hashlib.sha256(ws.db_path.read_bytes())
-    for p in sorted(ws.views_path.rglob("*")):
-        if p.is_file():
-            h.update(str(p.relative_to(ws.views_path)).encode() + b"\0" + p.read_bytes())
-    return h.hexdigest()
+    """A digest of every table's rows and every file under the views directory (any backend)."""
+    return snapshot(ws)
 
 
 class Scripted:
@@ -108,10 +104,9 @@ def gstore(tmp_path: Path) -> SessionStore:
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> MemoryWorkspace:
-    w = MemoryWorkspace(tmp_path / "ws")
-    yield w
-    w.close()
+def ws(workspace_factory: WorkspaceFactory) -> MemoryWorkspace:
+    """The workspace on each backend of its store of record."""
+    return workspace_factory()
 
 
 def test_forked_rewound_compacted_session_every_live_tip_cited_once(
@@ -354,6 +349,34 @@ def test_success_that_changes_nothing_marks_nothing(
     assert workspace_bytes(ws) == before
 
 
+def _tamper(ws: MemoryWorkspace, how: str, source: str) -> None:
+    """Edit the archive from another connection, past its append-only guard."""
+    forged = (
+        "UPDATE sources SET text = 'forged' WHERE id = {p}"
+        if how == "update"
+        else "DELETE FROM sources WHERE id = {p}"
+    )
+    if ws.store_url is None:
+        raw = sqlite3.connect(ws.db_path, isolation_level=None)
+        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+            raw.execute("UPDATE sources SET text = 'x' WHERE id = ?", (source,))
+        raw.execute(f"DROP TRIGGER sources_no_{how}")
+        raw.execute(forged.format(p="?"), (source,))
+        raw.close()
+        return
+    import psycopg
+
+    from memory.postgres import split_url
+
+    libpq, schema, _ = split_url(ws.store_url)
+    with psycopg.connect(libpq, autocommit=True) as pg:
+        pg.execute(f"SET search_path = {schema}")
+        with pytest.raises(psycopg.Error, match="append-only"):
+            pg.execute("UPDATE sources SET text = 'x' WHERE id = %s", (source,))
+        pg.execute("SET memory.erasing = 'on'")
+        pg.execute(forged.format(p="%s"), (source,))
+
+
 @pytest.mark.parametrize("tamper", ["update", "delete"])
 def test_archive_tampered_while_writing_is_rejected(
     gstore: SessionStore, ws: MemoryWorkspace, tamper: str
@@ -365,15 +388,7 @@ def test_archive_tampered_while_writing_is_rejected(
 
     def tampering(req: WriteRequest) -> ChangeSet:
         if not snapshot:
-            raw = sqlite3.connect(ws.db_path, isolation_level=None)
-            with pytest.raises(sqlite3.DatabaseError, match="append-only"):
-                raw.execute("UPDATE sources SET text = 'x' WHERE id = ?", (req.sources[0].id,))
-            raw.execute(f"DROP TRIGGER sources_no_{tamper}")
-            if tamper == "update":
-                raw.execute("UPDATE sources SET text = 'forged' WHERE id = ?", (req.sources[0].id,))
-            else:
-                raw.execute("DELETE FROM sources WHERE id = ?", (req.sources[0].id,))
-            raw.close()
+            _tamper(ws, tamper, req.sources[0].id)
             snapshot.append(workspace_bytes(ws))
         return DigestWriter().write(req)
 
@@ -402,5 +417,6 @@ def test_reset_reads_every_session_as_unwritten(store: BaseStore, ws: MemoryWork
     new = ws.reset()
     assert new != old and ws.id == new
     assert ws.records() == [] and len(pipe.owed(s.id)) == 2
-    assert (ws.path / f"memory.{old}.db").exists()
+    if ws.store_url is None:
+        assert (ws.path / f"memory.{old}.db").exists()
     assert pipe.write(s.id, force=True) is None and pipe.owed(s.id) == []

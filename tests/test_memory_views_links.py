@@ -20,7 +20,7 @@ import pytest
 from graph import SessionStore
 from memory import MemoryWorkspace, WritePipeline
 from memory.errors import WorkspaceStoreError
-from memory.manage import export_markdown
+from memory.reading import export_markdown
 
 
 def _written(tmp_path: Path) -> MemoryWorkspace:

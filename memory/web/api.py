@@ -58,20 +58,17 @@ from memory.changes import (
     UpdateRecord,
 )
 from memory.editing import EditError
-from memory.errors import RejectedError, Rejection, WorkspaceBusyError
+from memory.errors import RejectedError, Rejection, UnknownRecordError, WorkspaceBusyError
 from memory.lookup import branch_messages, latest_message, open_session, read_transcript
-from memory.manage import (
+from memory.markdown import render_markdown
+from memory.reading import record_view, record_views, search_page
+from memory.tombstones import (
     DEFAULT_GRACE,
     GraceExpiredError,
     NothingToUndoError,
-    UnknownRecordError,
     delete_record,
-    record_view,
-    record_views,
-    search_page,
     undo_delete,
 )
-from memory.markdown import render_markdown
 from memory.web.data import (
     StaleRevisionError,
     core_state,
