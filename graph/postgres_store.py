@@ -56,8 +56,8 @@ from graph.errors import (
     UnknownSessionError,
 )
 from graph.ids import NodeId, SessionId
-from graph.index import KIND_MASK, SessionIndex, is_summary_bits, node_bits
-from graph.models import Kind, Node, Role, SearchHit, Session, from_micros, to_micros
+from graph.index import SessionIndex, is_summary_bits
+from graph.models import Node, SearchHit, Session, from_micros, to_micros
 from graph.search import (
     RANKED_CANDIDATES,
     Query,
@@ -151,7 +151,6 @@ _FIRST_REV = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
 """A new session's first revision: the server's clock in microseconds, so a session deleted and
 made again under the same id never comes back to a revision a cached index saw (each write takes
 longer than a microsecond, so no incarnation counts past the next one's start)."""
-_SUMMARY_KIND = node_bits(Kind.SUMMARY, Role.SYSTEM, empty=False, scheduled=False) & KIND_MASK
 _CACHED_ROWS = 1024
 """At most this many node rows are kept per session (a pending this long is read, not kept)."""
 _CACHED_SESSIONS = 256
@@ -365,7 +364,8 @@ class PostgresSessionStore(BaseStore):
         """Read the rows stamped after ``index.rev`` into ``index`` (all of them into an empty one).
 
         The reads go to the server as one multi-statement query (parameters bound client-side by
-        psycopg's quoting), so a refresh costs one round trip whatever it reads. With ``rev`` None
+        psycopg's quoting), so a refresh costs one round trip whatever it reads (and one more for
+        the covers links of new compaction summaries). With ``rev`` None
         (outside a transaction) the session's row is read with the rest, inside a read-only
         repeatable-read transaction: one snapshot. Otherwise ``rev`` and ``head`` are the
         session's, read by the caller's transaction, which holds the session's row lock, so no
@@ -377,9 +377,6 @@ class PostgresSessionStore(BaseStore):
         statements = [
             "SELECT id, predecessor, bits FROM nodes WHERE session_id = %(s)s AND rev > %(seen)s"
             " ORDER BY rev, ord",
-            "SELECT c.summary_id, c.node_id FROM nodes n JOIN covers c ON c.summary_id = n.id"
-            " WHERE n.session_id = %(s)s AND n.rev > %(seen)s AND n.bits & %(mask)s = %(summary)s"
-            " ORDER BY c.summary_id, c.position",
             "SELECT node_id, provider, value FROM marks WHERE session_id = %(s)s"
             " AND rev > %(seen)s ORDER BY rev",
             "SELECT node_id FROM rewound WHERE session_id = %(s)s AND rev > %(seen)s",
@@ -393,7 +390,7 @@ class PostgresSessionStore(BaseStore):
                 *statements,
                 "COMMIT",
             ]
-        params = {"s": sid, "seen": seen, "mask": KIND_MASK, "summary": _SUMMARY_KIND}
+        params = {"s": sid, "seen": seen}
         with paused_gc(full), psycopg.ClientCursor(self.conn) as cur:
             cur.execute("; ".join(statements), params)
             answers: list[list[tuple[Any, ...]]] = []
@@ -407,12 +404,13 @@ class PostgresSessionStore(BaseStore):
                 if not session:
                     raise UnknownSessionError(sid)
                 rev, head = session[0]
-            nodes, covers, marks, stamps, ((still,),) = answers
+            nodes, marks, stamps, ((still,),) = answers
             self._rows.pop(sid, None)  # someone else wrote: keep no row across it
             if index.pred and not still:
                 self._reborn.add(sid)  # _index builds a new one
                 return
             pred, bits = index.pred, index.bits
+            summaries: list[str] = []
             for nid, p, b in nodes:
                 if nid in pred:
                     continue
@@ -421,11 +419,18 @@ class PostgresSessionStore(BaseStore):
                     bits[nid] = b
                 else:
                     index.add(nid, p, b)
-            got: dict[str, list[str]] = {}
-            for summary, n in covers:
-                got.setdefault(summary, []).append(n)
-            for summary, ns in got.items():
-                index.covers[summary] = tuple(ns)
+                if is_summary_bits(b):
+                    summaries.append(nid)
+            if summaries:  # new compaction summaries (rare): one more round trip for their covers
+                got: dict[str, list[str]] = {}
+                for summary, n in self.conn.execute(
+                    "SELECT summary_id, node_id FROM covers WHERE summary_id = ANY(%s)"
+                    " ORDER BY summary_id, position",
+                    (summaries,),
+                ):
+                    got.setdefault(summary, []).append(n)
+                for summary, ns in got.items():
+                    index.covers[summary] = tuple(ns)
             for nid, provider, value in marks:
                 index.add_marks(provider, value, (nid,))
             index.stamp_rewound([r[0] for r in stamps])

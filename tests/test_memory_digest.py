@@ -174,7 +174,7 @@ def test_codex_and_pi_turns_keep_their_lines(ws: MemoryWorkspace) -> None:
     ]
 
 
-def test_a_command_without_arguments_is_kept_only_when_answered() -> None:
+def test_a_command_without_arguments_is_kept_only_when_answered(ws: MemoryWorkspace) -> None:
     store = MemorySessionStore()
     sid = store.create_session("init").id
     store.append(
@@ -185,7 +185,6 @@ def test_a_command_without_arguments_is_kept_only_when_answered() -> None:
         sid, "<command-name>/cost</command-name><command-args></command-args>", role="user"
     )
     store.append(sid, "<local-command-stdout>Total cost: $0.12</local-command-stdout>", role="user")
-    ws = MemoryWorkspace(":memory:")
     sources = ws.archive(store.pending(sid, "memory", ws.id))
     changes = DigestWriter().write(WriteRequest(sid, tuple(sources), ws.baseline().state))
     assert [c.content for c in changes.changes] == [  # type: ignore[union-attr]
@@ -194,12 +193,11 @@ def test_a_command_without_arguments_is_kept_only_when_answered() -> None:
     assert changes.skipped == (sources[2].id, sources[3].id)
 
 
-def test_long_lines_are_cut_and_long_texts_marked() -> None:
+def test_long_lines_are_cut_and_long_texts_marked(ws: MemoryWorkspace) -> None:
     store = MemorySessionStore()
     sid = store.create_session("long").id
     store.append(sid, "Why? " + "word " * 100, role="user")
     store.append(sid, "\n".join(f"Step {n} of the plan." for n in range(40)), role="assistant")
-    ws = MemoryWorkspace(":memory:")
     sources = ws.archive(store.pending(sid, "memory", ws.id))
     (change,) = (
         DigestWriter(gist_chars=80)
