@@ -30,6 +30,7 @@ import bench_import  # noqa: E402
 import bench_index  # noqa: E402
 import bench_langgraph_saver  # noqa: E402
 import bench_mark  # noqa: E402
+import bench_memory_views  # noqa: E402
 import bench_memory_write  # noqa: E402
 import bench_peer  # noqa: E402
 import bench_pending  # noqa: E402
@@ -86,6 +87,7 @@ SCRIPTS: dict[str, Callable[[list[str]], dict[str, Any]]] = {
     "serve": bench_serve.main,
     "langgraph_saver": bench_langgraph_saver.main,
     "memory_write": bench_memory_write.main,
+    "memory_views": bench_memory_views.main,
     "crash_memory_write": crash_main,
     "postgres": bench_postgres.main,
 }
