@@ -1,4 +1,4 @@
-"""What a person can see, find, delete and take back in a memory workspace (seed 000 sections 5-6).
+"""What a person can see, find, delete and take back in a memory workspace.
 
 Built on :class:`~memory.workspace.MemoryWorkspace`; the ``sessiongraph memory`` commands
 (:mod:`memory.memory_cli`) are a thin layer over these functions:
@@ -11,8 +11,8 @@ Built on :class:`~memory.workspace.MemoryWorkspace`; the ``sessiongraph memory``
   citations and its links go; the sources stay in the archive) that also writes a *tombstone*, a copy of
   the record kept for a grace period. Within it :func:`undo_delete` puts the record back with its id,
   timestamps, citations and place; after it the tombstone is purged and the record is gone for good. A
-  deleted record leaves search at once, in the deleting transaction (seed 000 section 5: the undo is a
-  real one, "the original id and timestamps are still there");
+  deleted record leaves search at once, in the deleting transaction (the undo is a
+  real one: the original id and timestamps are still there);
 * :func:`export_markdown`, :func:`workspace_status`.
 
 Tombstones live in the workspace database (table ``tombstones``, created by the first deletion), so a delete

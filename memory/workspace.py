@@ -1,4 +1,4 @@
-"""The memory workspace: a directory whose SQLite file is the store of record (DESIGN.md 6).
+"""The memory workspace: a directory whose SQLite file is the store of record.
 
 Layout of ``<workspace>``::
 
@@ -95,7 +95,7 @@ def _translated() -> Iterator[None]:
 
 @dataclass(frozen=True)
 class Baseline:
-    """What a transaction is measured against, read before the writer runs (seed 001 section 03)."""
+    """What a transaction is measured against, read before the writer runs."""
 
     state: State
     """The records."""
@@ -512,8 +512,8 @@ class MemoryWorkspace:
         """Hold the workspace's cross-process write lock (re-entrant within this object).
 
         Args:
-            timeout: Seconds to wait for another holder; 1 second by default (seed 001 section 02:
-                a chatting session should not wait, the next turn comes back).
+            timeout: Seconds to wait for another holder; 1 second by default (a chatting
+                session should not wait, the next turn comes back).
 
         Raises:
             WorkspaceBusyError: the lock stayed held for ``timeout`` seconds.
