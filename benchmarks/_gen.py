@@ -4,7 +4,7 @@ A *forked session* of ``n`` is a main chain of ``n`` nodes (user and assistant t
 tool result, which the memory default does not find eligible) with a side branch of three turns
 forking off every ``fork_every`` chain nodes, as a runtime leaves after a retry or an edit. The head is
 the last chain node. Ids are zero-padded counters, so they sort in insertion order like the store's own
-time-ordered ids (DESIGN.md 7). Everything derives from the arguments and a seeded RNG: the same
+time-ordered ids. Everything derives from the arguments and a seeded RNG: the same
 arguments give the same file.
 
 Files are built through the public :meth:`~graph.store.BaseStore.add_nodes` (batches of

@@ -1,4 +1,6 @@
-"""Session bundles: one session (and the sessions spawned from it) as a msgpack file (DESIGN.md 5).
+"""Session bundles: one session (and the sessions spawned from it) as a msgpack file.
+
+A bundle imports back to the same graph.
 
 A bundle carries everything that makes the graph: the session records (id, title, times, head,
 metadata, spawn link), every node with its id, predecessor, kind, role, content, time, metadata and

@@ -1,9 +1,10 @@
-"""The two reference cursors beside the written markers (DESIGN.md 4): the ordinal and the id set.
+"""The two reference cursors beside the written markers: the ordinal and the id set.
 
 Neither is how sessiongraph tracks consumers; both exist for tests, benchmarks and migration.
 
-* :class:`OrdinalCursor` is the position cursor the seed describes (seed 001, section 04, "the cursor:
-  identity, not position"): ``{message_id, ordinal}`` per thread, where ``ordinal`` is a 1-based
+* :class:`OrdinalCursor` is the position cursor a memory writer kept before written markers (a
+  runtime's long-term memory writer, before its move to "the cursor: identity, not position"):
+  ``{message_id, ordinal}`` per thread, where ``ordinal`` is a 1-based
   position in ``enumerate(get_branch(...))`` (the flattened branch, rewound rows filtered out, every
   other row counted), and only rows at a larger position are claimed. It refuses to move backwards.
   After a fork it misses a branch shorter than the stored ordinal, and of a longer one it claims only
@@ -37,7 +38,9 @@ __all__ = [
 
 
 class CursorBackwardsError(GraphError, ValueError):
-    """An ordinal cursor was asked to move to a lower position (seed 001, section 04).
+    """An ordinal cursor was asked to move to a lower position.
+
+    Such a cursor cannot move back, which is exactly the move a fork or a rewind needs.
 
     Attributes:
         stored: The ordinal the cursor holds.
@@ -53,7 +56,8 @@ class CursorBackwardsError(GraphError, ValueError):
 def oracle_eligible(node: Node, eligible: Eligibility = MEMORY_ELIGIBLE) -> bool:
     """Whether ``node`` may be delivered, decided from its model alone.
 
-    A rewound node and a summary with covers are never eligible (DESIGN.md 4); otherwise ``eligible``
+    A rewound node and a summary with covers are never eligible (a summary is never delivered
+    while the nodes it covers exist); otherwise ``eligible``
     decides, on the node's kind, role, text, scheduling and rewound stamp packed as the store packs
     them (:func:`graph.index.node_bits`).
     """
@@ -83,8 +87,8 @@ def effective_branch(store: BaseStore, session_id: str, head: str | None = None)
     It is the predecessor path from the root to ``head`` (the stored head by default), except that a
     sibling-layout summary is preceded by the nodes it covers (recursively) instead of its own
     predecessor's line alone: the walk passes through the covered nodes in the summary's place
-    (DESIGN.md 4). Inline summaries and rewound nodes stay in the list; :func:`oracle_eligible` says
-    they are never eligible.
+    (its covered nodes are delivered instead of it). Inline summaries and rewound nodes stay in the
+    list; :func:`oracle_eligible` says they are never eligible.
 
     Raises:
         UnknownSessionError: no such session.
@@ -122,13 +126,13 @@ def _expanded(store: BaseStore, session_id: str, node: Node) -> list[Node]:
 
 @dataclass
 class OrdinalCursor:
-    """The position cursor of seed 001 section 04, kept to reproduce its failures.
+    """The position cursor a memory writer kept before markers, kept to reproduce its failures.
 
     Attributes:
         ordinal: The 1-based position in the flattened branch up to which the consumer has written;
             0 when nothing is.
-        message_id: The node at that position when the cursor last moved (the seed's
-            ``{message_id, ordinal}``); the migration reads it.
+        message_id: The node at that position when the cursor last moved (the original
+            cursor's ``{message_id, ordinal}`` pair); the migration reads it.
     """
 
     ordinal: int = 0
@@ -137,7 +141,7 @@ class OrdinalCursor:
     def positions(
         self, store: BaseStore, session_id: str, head: str | None = None
     ) -> list[tuple[int, Node]]:
-        """Return the flattened branch of ``head`` with 1-based positions, as the seed numbers it.
+        """Return the flattened branch of ``head`` with 1-based positions, as the cursor counts.
 
         The branch is :meth:`~graph.store.BaseStore.branch` (root first, rewound rows filtered out,
         summaries, tool turns and events counted), enumerated from 1.
@@ -173,7 +177,7 @@ class OrdinalCursor:
 
         Raises:
             CursorBackwardsError: ``ordinal`` is below the stored one; the cursor is unchanged. The
-                seed's ``advance_cursor`` raises "cursor cannot move backwards" here, which is exactly
+                old ``advance_cursor`` raises "cursor cannot move backwards" here, which is exactly
                 the move a fork needs.
         """
         if ordinal < self.ordinal:
@@ -216,7 +220,7 @@ class IdSetCursor:
         """Return the eligible nodes of ``head``'s effective branch not in the set, oldest first.
 
         The branch is :func:`effective_branch`: a sibling-layout summary on it stands for its covered
-        nodes, and summaries with covers are never delivered themselves (DESIGN.md 4). Cost: the whole
+        nodes, and summaries with covers are never delivered themselves. Cost: the whole
         branch on every call.
 
         Raises:

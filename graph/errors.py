@@ -199,7 +199,9 @@ class CoverageError(InvalidWriteError):
 
 
 class MarkerGapError(InvalidWriteError):
-    """Marking would leave an unmarked eligible node above a marked one on a branch (DESIGN.md 4).
+    """Marking would leave an unmarked eligible node above a marked one on a branch.
+
+    The walk relies on it: on every branch the marked eligible nodes form a prefix.
 
     Attributes:
         node_id: The node whose marker would sit below the gap.
@@ -234,7 +236,9 @@ class HeadConflictError(GraphError):
 
 
 class CodecError(GraphError, ValueError):
-    """A value cannot be encoded or a payload cannot be decoded (DESIGN.md 3: closed allow-list).
+    """A value cannot be encoded or a payload cannot be decoded (the codec's closed allow-list).
+
+    Only the allow-listed types are encoded and decoded; nothing is ever imported by name.
 
     Attributes:
         type_name: The offending type's name, or a short description of the bad payload.

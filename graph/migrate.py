@@ -1,11 +1,12 @@
-"""Migration from a reference cursor (an ordinal cursor or an id set) to written markers (DESIGN.md 4).
+"""Migration from a reference cursor (an ordinal cursor or an id set) to written markers.
 
 A cursor says which nodes a consumer claims to have written. The marker walk stops at the first marked
 eligible node, so a marker is only safe where every eligible node above it on its branch is marked too
 (the prefix rule). The migration therefore marks, of the claimed nodes, only those whose whole
 effective branch above them is claimed (or already marked): a continuous prefix of each branch. A
 claimed node below an unclaimed one stays unmarked and is delivered again: a duplicate rather than a
-turn stranded below a marker, the side the seed says to err on (seed 001, section 04).
+turn stranded below a marker, the side to err on (a turn written twice is
+recoverable, a turn never written is lost).
 """
 
 from __future__ import annotations

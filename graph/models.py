@@ -1,6 +1,6 @@
 """The models handed to callers: frozen pydantic models of sessions, nodes and content blocks.
 
-Field meanings follow DESIGN.md section 2. Times are timezone-aware UTC datetimes, stored as integer
+Each class says what its fields mean. Times are timezone-aware UTC datetimes, stored as integer
 microseconds since the Unix epoch so they round-trip exactly.
 """
 
@@ -35,7 +35,7 @@ __all__ = [
 
 
 class Kind(StrEnum):
-    """What a node is (DESIGN.md 2)."""
+    """What a node is: a message, a compaction summary, or a runtime's event (progress, hooks)."""
 
     MESSAGE = "message"
     """A turn of the conversation."""
@@ -46,7 +46,7 @@ class Kind(StrEnum):
 
 
 class Role(StrEnum):
-    """Who produced a node (DESIGN.md 2)."""
+    """Who produced a node: the user, the assistant, the system or a tool."""
 
     USER = "user"
     ASSISTANT = "assistant"
@@ -145,7 +145,7 @@ def content_text(content: Content) -> str:
 
 
 class Node(BaseModel):
-    """One entry of a session (DESIGN.md 2). Content is immutable once appended; metadata is not.
+    """One entry of a session. Content is immutable once appended; metadata is not.
 
     ``metadata["written"]`` holds the written markers (provider -> the values it wrote, sorted: one
     provider may mark a node for several consumers, a memory workspace each) and
@@ -173,7 +173,7 @@ class Node(BaseModel):
     validation here would cost more than the rest of an import); ``written`` and ``rewound`` are the
     store's (see the class doc)."""
     covers: tuple[NodeId, ...] = ()
-    """For a compaction summary: the nodes it replaces, oldest first (DESIGN.md 2)."""
+    """For a compaction summary: the nodes it replaces, oldest first."""
 
     @property
     def text(self) -> str:
@@ -197,7 +197,7 @@ class Node(BaseModel):
 
 
 class Session(BaseModel):
-    """One conversation (DESIGN.md 2)."""
+    """One conversation: its nodes, its durable head, and where it was spawned from, if anywhere."""
 
     model_config = _frozen
     id: SessionId

@@ -2,9 +2,9 @@
 
 Every cap is a cheap guard against a runaway writer or a careless paste: a write that goes over one is
 refused whole with :class:`CapExceeded`, which names the cap, its limit, what was given and where. The
-figures follow the seed on OpenWork's memory bank (``seeds/000``, section 6: content length, tag count
+figures follow OpenWork's memory bank (content length, tag count
 and length, citations per record, snippet length, query length and results per page are all bounded) and
-DESIGN.md section 6 (batches split by a token budget; ``core.md`` rendered under a token budget; session
+the write pipeline (batches split by a token budget; ``core.md`` rendered under a token budget; session
 look-up bounded to 30 sessions and a window of 1..30 messages, 10 by default).
 
 Lengths are counted in characters (Python ``str`` length, i.e. code points), never bytes. Token figures
@@ -75,13 +75,13 @@ MAX_CHANGES_PER_TRANSACTION: Final = 200
 """Record changes (adds, updates, moves, deletes) installed by one transaction, a writer's or an edit's."""
 
 MAX_BATCH_TOKENS: Final = 8_000
-"""The token budget a write pass splits pending turns by (DESIGN.md 6); a budget, never a rejection."""
+"""The token budget a write pass splits pending turns by; a budget, never a rejection."""
 
 CORE_TOKEN_BUDGET: Final = 2_000
-"""The token budget ``core.md`` is rendered under (DESIGN.md 6); it limits rendering, never a write."""
+"""The token budget ``core.md`` is rendered under; it limits rendering, never a write."""
 
 LOOKUP_MAX_SESSIONS: Final = 30
-"""Sessions one recent-sessions look-up returns at most (seed 000, section 1; DESIGN.md 6)."""
+"""Sessions one recent-sessions look-up returns at most, most recently updated first."""
 
 LOOKUP_MAX_MESSAGES: Final = 30
 """Messages one transcript read returns at most; larger counts are clamped to it."""

@@ -1,4 +1,4 @@
-"""The changes a writer (or a human edit) hands to a transaction (seed 001 section 10).
+"""The changes a writer (or a human edit) hands to a transaction.
 
 Four record operations, and one whole-topic form for edited Markdown files:
 

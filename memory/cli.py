@@ -1,6 +1,6 @@
 """The memory package's ``sessiongraph`` commands, registered through the ``sessiongraph.cli`` entry point.
 
-:func:`register` adds the session look-up commands (seed 000, section 1; :mod:`memory.lookup`)::
+:func:`register` adds the session look-up commands (bounded; :mod:`memory.lookup`)::
 
     sessiongraph recent [--limit N] [--json]            most recently updated sessions (at most 30)
     sessiongraph open SESSION [--json]                  one session: title, times, head, messages, live tips

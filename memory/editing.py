@@ -1,4 +1,4 @@
-r"""Edited Markdown topic files back into record changes (DESIGN.md 6; seed 000 section 5).
+r"""Edited Markdown topic files back into record changes, through the writer's transaction.
 
 A person corrects memory by editing the rendered topic files (``views/topics/<topic>.md``, grammar in
 :mod:`memory.views`) in a staging directory; :func:`parse_topic` reads one file back into a

@@ -47,7 +47,7 @@ __all__ = [
 
 
 class Rejection(StrEnum):
-    """Why a transaction of changes was refused (DESIGN.md 6; seed 001 sections 03 and 10).
+    """Why a transaction of changes was refused (validated before install).
 
     A closed set: the pipeline hands the code and its detail back to the writer for the one repair.
     """

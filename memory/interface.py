@@ -1,4 +1,4 @@
-"""The nine-method memory interface, its local implementation, and a runtime harness (seed 001 section 06).
+"""The nine-method memory interface, its local implementation, and a runtime harness.
 
 The interface is the only thing between an agent runtime and a memory system. Its points in a session's
 life: ``name`` and ``is_available`` when a memory system is chosen; ``initialize`` at session start;
@@ -49,7 +49,7 @@ def wrap_context(text: str) -> str:
 
 @runtime_checkable
 class MemoryProvider(Protocol):
-    """The nine methods a memory system offers a runtime (seed 001 section 06)."""
+    """The nine methods a memory system offers a runtime, each called at its point of a session."""
 
     @property
     def name(self) -> str:

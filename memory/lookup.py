@@ -1,8 +1,8 @@
 """Session look-up for agents: recent sessions, one session, a bounded window of its transcript, its latest message.
 
-This is the first layer of cross-session memory in seed 000 (section 1): not a memory store, but the
+This is the first layer of cross-session memory: not a memory store, but the
 saved sessions themselves, looked up on demand. Each action is a thin, read-only function over a
-:class:`~graph.store.BaseStore`, and each answer is bounded (DESIGN.md 6):
+:class:`~graph.store.BaseStore`, and each answer is bounded:
 
 * :func:`recent_sessions` lists at most :data:`~memory.caps.LOOKUP_MAX_SESSIONS` (30) sessions, most
   recently updated first;
@@ -112,7 +112,7 @@ def clamp_count(count: int | None) -> int:
     """Return the window size a transcript read uses for ``count``.
 
     None gives :data:`~memory.caps.LOOKUP_DEFAULT_MESSAGES` (10); anything below 1 gives 1; anything
-    above :data:`~memory.caps.LOOKUP_MAX_MESSAGES` (30) gives 30 (seed 000, section 1).
+    above :data:`~memory.caps.LOOKUP_MAX_MESSAGES` (30) gives 30 (a window an agent can always afford).
     """
     if count is None:
         return LOOKUP_DEFAULT_MESSAGES
@@ -210,7 +210,7 @@ def read_transcript(
         store: The session store.
         session_id: The session.
         count: How many messages, clamped to 1..30 (0 and negatives give 1, above 30 gives 30); None or
-            left out gives 10 (seed 000, section 1; :func:`clamp_count`).
+            left out gives 10 (:func:`clamp_count`).
         before: A node on the head's branch: the window ends just before it, to page back through older
             messages (pass :attr:`TranscriptWindow.next_before`). None: the window ends at the head.
         messages: :func:`branch_messages` of the session as it is now, when the caller keeps it (a

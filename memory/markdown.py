@@ -1,4 +1,4 @@
-r"""Reading view of memory Markdown: topic files and the core block as safe HTML (seed 001 section 09).
+r"""Reading view of memory Markdown: topic files and the core block as safe HTML.
 
 The topic files (grammar in :mod:`memory.views`) use Obsidian-flavoured Markdown; the reading view
 (the Memory page's preview) renders CommonMark through markdown-it with these additions:

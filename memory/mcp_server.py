@@ -1,6 +1,6 @@
 """``sessiongraph mcp``: the session look-up actions and the memory tools, as an MCP server for agents.
 
-Seed 000 describes two layers of cross-session memory. The first is the saved sessions themselves,
+Cross-session memory has two layers. The first is the saved sessions themselves,
 looked up on demand (list recent sessions, open one, read a bounded window of its transcript, read
 its latest message); the second a memory of plain-text records the agent saves to when the person
 confirms and searches when asked. :func:`build_server` offers both to any Model Context Protocol

@@ -1,6 +1,6 @@
 """``sessiongraph memory``: see, search, correct, delete and write memory from the command line.
 
-Added to the ``sessiongraph`` application by :func:`memory.cli.register` (seed 000 section 5: a person
+Added to the ``sessiongraph`` application by :func:`memory.cli.register` (a person
 can see what memory holds, find it with the words they used, correct it and delete it)::
 
     sessiongraph memory list [--topic T] [--json]      records with their citations' snippets and origins

@@ -90,7 +90,8 @@ class FailureReason(StrEnum):
     UNKNOWN_SESSION = "UNKNOWN_SESSION"
     """No such session. Not retryable."""
     INTERNAL = "INTERNAL"
-    """An unclassified error. Not retryable (seed 001 section 10: unclassified means not retryable)."""
+    """An unclassified error. Not retryable (unclassified means not retryable: retrying it
+    would repeat it)."""
 
 
 _RETRYABLE = {

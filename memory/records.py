@@ -1,4 +1,4 @@
-"""What a memory workspace holds: archived sources, records, citations (DESIGN.md 6).
+"""What a memory workspace holds: archived sources, records, citations.
 
 A *source* is one turn exactly as it was handed to a writer, content-addressed and never changed. A
 *record* is one plain-text statement with a stable id, a place (topic path, heading path, position) and
@@ -22,7 +22,7 @@ __all__ = [
 ]
 
 CORE_TOPIC = "core"
-"""The topic ``core.md`` is rendered from (seed 001 section 05: ``topics/core.md`` is the original)."""
+"""The topic ``core.md`` is rendered from (``topics/core.md`` is the original)."""
 
 LINK_RE = re.compile(r"\[\[([a-z0-9/_-]*)#\^([A-Za-z0-9-]+)\]\]")
 """A link from a record's content to another record: ``[[topic/path#^record-id]]`` (Obsidian block link).
@@ -80,7 +80,7 @@ class Citation:
     source: str
     """The source id; empty for a bare snippet citation (a person's own save with nothing to cite)."""
     label: str
-    """A short local display keyword, kept exactly as the writer gave it (seed 001 section 10)."""
+    """A short local display keyword, kept exactly as the writer gave it (never rewritten)."""
     snippet: str = ""
     """A short excerpt of the source supporting the record."""
 

@@ -1,7 +1,8 @@
 """Credentials in text: found by kind and position, never repeated.
 
-Memory is stored as plain text (DESIGN.md 6; seed 000, section 6: the one defence is to never store a
-secret), so every record's content and every citation's snippet is scanned before it is written, and a
+Memory is stored as plain text (whoever reads the workspace reads it; the one
+defence is to never store a secret), so every record's content and every citation's snippet is
+scanned before it is written, and a
 write that carries a credential is refused naming the kind and where it is, never the value.
 
 :func:`scan` returns :class:`SecretFinding` tuples (kind, start, end); :func:`check` raises

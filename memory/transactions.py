@@ -1,4 +1,4 @@
-"""Planning and validating one transaction of changes against the workspace's records (seed 001 03, 10).
+"""Planning and validating one transaction of changes against the workspace's records.
 
 :func:`plan` applies a :class:`~memory.changes.ChangeSet` to a copy of the records, in order, and checks
 everything the transaction may not do. It either returns a :class:`Plan` (the records before and after,

@@ -1,4 +1,4 @@
-r"""The Markdown views of a workspace: ``topics/**/*.md`` and ``core.md`` (DESIGN.md 6; seed 001 05, 10).
+r"""The Markdown views of a workspace: ``topics/**/*.md`` and ``core.md``.
 
 The views are rendered from the database after every install and are never the source of truth. A
 human's edit to a topic file comes back as a ``rewrite_topic`` change (:mod:`memory.changes`) through

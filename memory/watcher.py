@@ -1,4 +1,4 @@
-"""The idle watcher: finishes sessions that went quiet (DESIGN.md 6; seed 001 sections 01 and 07).
+"""The idle watcher: finishes sessions that went quiet (the session boundary's write).
 
 Every ``poll`` seconds it looks at the sessions whose ``updated_at`` is older than ``idle`` seconds and
 calls ``write(session_id, force=True)`` (every live tip, the head first) on each it has not finished as of

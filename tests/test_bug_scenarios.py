@@ -1,6 +1,6 @@
 """Scenarios from public bug reports in this field, each reduced to the graph and checked on both stores.
 
-Each test names the failure it guards against; the ordinal cursor (seed 001, section 04) is run beside
+Each test names the failure it guards against; the ordinal cursor (a position, not an identity) is run beside
 the marker walk where it is the thing that fails.
 """
 

@@ -1,7 +1,7 @@
-"""The reference cursors (DESIGN.md 4): the ordinal cursor's failures with the seed's own figures, and
+"""The reference cursors: the ordinal cursor's failures with the original writer's own figures, and
 the id-set oracle's reading of summaries, rewinds and ineligible turns.
 
-Seed 001, section 04: a main line of 9 turns is written, the user goes back to m3 and forks. The
+The ordinal cursor's known failure: a main line of 9 turns is written, the user goes back to m3 and forks. The
 ordinal cursor holds 9, so a branch of 2 own turns (positions 4-5) gets nothing, and a branch of 8 own
 turns (positions 4-11) gets only its last 2, after which the whole branch is recorded as written.
 """

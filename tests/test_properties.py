@@ -1,4 +1,4 @@
-"""Fork-history fuzzing (DESIGN.md 4): the marker walk against the id-set oracle on generated histories.
+"""Fork-history fuzzing: the marker walk against the id-set oracle on generated histories.
 
 Every history of :mod:`graph.testing` (appends of every turn shape, forks, head moves, rewinds,
 compactions in both layouts, spawns, consumer passes, crashes between write and mark, memory resets,
@@ -11,7 +11,7 @@ copies to another store) is checked after each step by :meth:`graph.testing.Hist
 * the walk visits no more nodes than those after the newest marker on the branch;
 * after a boundary pass every eligible node on every live tip's branch is marked.
 
-The same machine with the seed's ordinal cursor must be falsified; the shortest history is printed.
+The same machine with the ordinal cursor must be falsified; the shortest history is printed.
 Example counts follow the hypothesis profile (``HYPOTHESIS_PROFILE=ci|deep``, tests/conftest.py).
 """
 
@@ -177,7 +177,7 @@ def test_ordinal_cursor_stateful_machine_fails() -> None:
 
 
 def test_fork_below_the_written_height_falsifies_the_ordinal_cursor() -> None:
-    """The seed's failure in four steps: written to 2, a fork at the first turn is at position 2."""
+    """The ordinal cursor's failure in four steps: written to 2, a fork at the first turn is at position 2."""
     said = Turn(Role.USER, text="hi")
     history = [Append(said), Append(said), Consume(k=2), Fork(at=0, turn=said)]
     assert _falsifies(history)

@@ -1,4 +1,4 @@
-"""Scenario tests of DESIGN.md section 4 on both store twins, built with the compact DAG builder."""
+"""Scenario tests of the marker walk and pending() on both store twins, built with the compact DAG builder."""
 
 from __future__ import annotations
 

@@ -208,7 +208,7 @@ def test_one_node(api: TestClient) -> None:
     error(api.get("/api/nodes/nope"), 404, "UNKNOWN_NODE")
 
 
-# ------------------------------------------------------------------ look-up (seed 000 section 1)
+# ------------------------------------------------------------------ session look-up
 
 
 def test_lookup_lists_at_most_30_newest_first(tmp_path: Path) -> None:
@@ -264,7 +264,7 @@ def test_lookup_answers_follow_the_session_as_it_changes(
     assert c.get(f"/api/sessions/{SESSION}").json()["stats"]["nodes"] == 19
 
 
-# ------------------------------------------------------------------ memory bank (seed 000 sections 2-5)
+# ------------------------------------------------------------------ memory bank
 
 
 def test_save_is_one_transaction_and_returns_the_persisted_row(

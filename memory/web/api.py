@@ -1,4 +1,4 @@
-"""The memory REST API and the seed's session look-up routes (seed 000 sections 1-5; seed 001 05, 10).
+"""The memory REST API and the bounded session look-up routes.
 
 Session look-up (bounded, :mod:`memory.lookup`):
 

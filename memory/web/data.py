@@ -1,4 +1,4 @@
-"""What the Memory page and the memory panel show, read from a workspace (seed 001 section 09).
+"""What the Memory page and the memory panel show, read from a workspace.
 
 * :func:`topic_tree`: the folder tree of topic files (``core`` is left out: the Core section manages
   it);

@@ -1,4 +1,4 @@
-"""The Memory page and the memory panel (seed 001 section 09; seed 000 section 5).
+"""The Memory page and the memory panel: see, find, correct and delete memory.
 
 ``/memory?section=topics|timeline|recent|core`` is one page in three parts: the top bar, a secondary
 bar (the four sections, then the section's list: the topic folder tree, the Timeline's years, months
