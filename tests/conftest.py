@@ -7,6 +7,7 @@ cores), ``deep`` (many more examples, for a long local run).
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,22 @@ from graph import MemorySessionStore, SessionStore
 from graph.store import BaseStore
 from graph.testing_contract import StoreFactory
 from tests.memory_backends import WorkspaceFactory
+
+# The tests, and the command lines they start, never read or write the user's own data, settings or
+# default store: the per-user folders point into a temporary directory, and the variables that would
+# choose another store, workspace or config are cleared.
+_USER_DIRS = Path(tempfile.mkdtemp(prefix="sessiongraph-tests-user-"))
+for _var in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+    os.environ[_var] = str(_USER_DIRS / _var.lower())
+for _var in (
+    "SESSIONGRAPH_DB",
+    "SESSIONGRAPH_MEMORY",
+    "SESSIONGRAPH_CONFIG",
+    "SESSIONGRAPH_MEMORY_BACKEND",
+    "SESSIONGRAPH_TOKEN",
+    "SESSIONGRAPH_DEBUG",
+):
+    os.environ.pop(_var, None)
 
 # ci leaves out the explain phase: on a failure it re-runs the shrunk example once per line it covers,
 # which cost most of the suite's CPU time; the failing example is still shrunk and printed.
