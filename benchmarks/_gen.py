@@ -7,8 +7,8 @@ the last chain node. Ids are zero-padded counters, so they sort in insertion ord
 time-ordered ids. Everything derives from the arguments and a seeded RNG: the same
 arguments give the same file.
 
-Files are built through the public :meth:`~graph.store.BaseStore.add_nodes` (batches of
-:data:`BATCH`) and :meth:`~graph.store.BaseStore.mark`, and cached by name in the scratch directory,
+Files are built through the public :meth:`~graph.store.base.BaseStore.add_nodes` (batches of
+:data:`BATCH`) and :meth:`~graph.store.base.BaseStore.mark`, and cached by name in the scratch directory,
 so ``run_all.py`` builds each file once for every script that needs it.
 """
 

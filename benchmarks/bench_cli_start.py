@@ -2,7 +2,7 @@
 
 Subject (issue 12, start-up): a person waits for every command, so the quick ones must start quickly.
 Each command runs as a fresh process, exactly as a shell runs it (the installed console script's
-Python, ``-c "from graph.launch import main; main()"``); the floor is ``python -c pass`` with the same
+Python, ``-c "from graph.cli.launch import main; main()"``); the floor is ``python -c pass`` with the same
 interpreter, timed in the same rounds (round-robin, so a busy machine slows them alike). The store
 holds 20 sessions of 10 nodes. Targets: ``--version`` and ``sessions`` under 150 ms (median wall
 time, interpreter start included), and what the command adds to the bare interpreter.
@@ -21,7 +21,7 @@ from _harness import Alt, Bench, parse_args, scratch_dir  # noqa: E402
 
 from graph import Role, SessionStore  # noqa: E402
 
-LAUNCH = "from graph.launch import main; main()"
+LAUNCH = "from graph.cli.launch import main; main()"
 
 
 def _process(*args: str, env: dict[str, str]) -> Alt:

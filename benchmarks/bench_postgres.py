@@ -37,14 +37,14 @@ from _gen import PENDING, build_forked  # noqa: E402
 from _harness import Alt, Bench, parse_args, scratch_db, scratch_dir  # noqa: E402
 
 from graph import SessionStore  # noqa: E402
-from graph.backends import open_store  # noqa: E402
-from graph.store import BaseStore  # noqa: E402
+from graph.store import open_store  # noqa: E402
+from graph.store.base import BaseStore  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
 _APPENDER = """
 import sys, time
-from graph.backends import open_store
+from graph.store import open_store
 target, schema, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 store = open_store(target, schema=schema) if schema else open_store(target)
 sid = store.create_session("appender").id
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             "no server: set SESSIONGRAPH_BENCH_POSTGRES to a database URL",
         )
         return bench.finish(args.json)
-    from graph.postgres_store import PostgresSessionStore
+    from graph.store.postgres import PostgresSessionStore
 
     schema = f"bench_{uuid.uuid4().hex[:12]}"
     with scratch_dir(args.dir) as directory:

@@ -27,7 +27,7 @@ from bench_import import _write, claude_code_lines  # noqa: E402
 from graph import Node, SessionStore  # noqa: E402
 from graph.importers import claude_code  # noqa: E402
 from graph.models import Kind, Role, from_micros  # noqa: E402
-from graph.store import NodeRow, paused_gc  # noqa: E402
+from graph.store.base import NodeRow, paused_gc  # noqa: E402
 
 _PER_SESSION = 1_000
 _VOCAB = 20_000

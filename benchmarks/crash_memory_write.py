@@ -102,7 +102,7 @@ def run_command(db: Path, ws: Path) -> int:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 1)
             os.dup2(devnull, 2)
-            from graph.cli import main as cli_main
+            from graph.cli.commands import main as cli_main
 
             sys.argv = ["sessiongraph", "--db", str(db), "memory", "--workspace", str(ws), "write"]
             try:

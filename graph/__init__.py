@@ -1,7 +1,7 @@
 """sessiongraph's session graph: agent conversations as predecessor-linked node DAGs.
 
 Start with :class:`SessionStore` (SQLite, the store of record) or :class:`MemorySessionStore` (its
-in-memory twin); :meth:`~graph.store.BaseStore.pending` says which turns a consumer has not written.
+in-memory twin); :meth:`~graph.store.base.BaseStore.pending` says which turns a consumer has not written.
 """
 
 import typing as _typing
@@ -29,7 +29,6 @@ if _typing.TYPE_CHECKING:
     )
     from graph.ids import NodeId, SessionId, new_id
     from graph.index import MEMORY_ELIGIBLE, Eligibility, Eligible, IndexView, NodeInfo
-    from graph.memory_store import MemorySessionStore
     from graph.models import (
         Block,
         Content,
@@ -43,14 +42,15 @@ if _typing.TYPE_CHECKING:
         ToolCallBlock,
         ToolResultBlock,
     )
-    from graph.sqlite_store import SessionStore
-    from graph.store import HEAD, BaseStore, SessionStats
+    from graph.store.base import HEAD, BaseStore, SessionStats
+    from graph.store.in_memory import MemorySessionStore
+    from graph.store.sqlite import SessionStore
     from graph.walks import MarkerGap
 
 # The names are imported when first used, so that ``sessiongraph --version`` and the command line's
 # quick commands do not load pydantic, networkx and the stores they do not need.
 _LAZY = {
-    "BaseStore": "graph.store",
+    "BaseStore": "graph.store.base",
     "Block": "graph.models",
     "CodecError": "graph.errors",
     "Content": "graph.models",
@@ -62,7 +62,7 @@ _LAZY = {
     "Eligible": "graph.index",
     "ForeignPredecessorError": "graph.errors",
     "GraphError": "graph.errors",
-    "HEAD": "graph.store",
+    "HEAD": "graph.store.base",
     "HeadConflictError": "graph.errors",
     "ImageBlock": "graph.models",
     "IndexView": "graph.index",
@@ -71,7 +71,7 @@ _LAZY = {
     "MEMORY_ELIGIBLE": "graph.index",
     "MarkerGap": "graph.walks",
     "MarkerGapError": "graph.errors",
-    "MemorySessionStore": "graph.memory_store",
+    "MemorySessionStore": "graph.store.in_memory",
     "Node": "graph.models",
     "NodeId": "graph.ids",
     "NodeInfo": "graph.index",
@@ -81,8 +81,8 @@ _LAZY = {
     "SchemaVersionError": "graph.errors",
     "Session": "graph.models",
     "SessionId": "graph.ids",
-    "SessionStats": "graph.store",
-    "SessionStore": "graph.sqlite_store",
+    "SessionStats": "graph.store.base",
+    "SessionStore": "graph.store.sqlite",
     "SearchHit": "graph.models",
     "StoreBusyError": "graph.errors",
     "StoreError": "graph.errors",

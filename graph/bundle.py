@@ -44,7 +44,7 @@ from pydantic import TypeAdapter, ValidationError
 from graph.errors import CodecError, GraphError
 from graph.index import MEMORY_ELIGIBLE, Eligible
 from graph.models import Block, Kind, Node, Role, from_micros, to_micros, utcnow
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 
 __all__ = [
     "BUNDLE_VERSION",

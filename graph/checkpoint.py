@@ -1,11 +1,11 @@
 """A LangGraph checkpointer on the session store: LangGraph threads kept as session graphs.
 
 :class:`SessionGraphSaver` is a ``langgraph.checkpoint.base.BaseCheckpointSaver`` (install the
-``sessiongraph[langgraph]`` extra) over every backend of :class:`~graph.store.BaseStore`: the SQLite
-:class:`~graph.sqlite_store.SessionStore` and the :class:`~graph.postgres_store.PostgresSessionStore`
+``sessiongraph[langgraph]`` extra) over every backend of :class:`~graph.store.base.BaseStore`: the SQLite
+:class:`~graph.store.sqlite.SessionStore` and the :class:`~graph.store.postgres.PostgresSessionStore`
 (two payload tables, ``lg_checkpoints`` and ``lg_writes``, in the same database, written on the
 store's connection in the same transaction as the nodes; the SQL is the subset both speak) and the
-in-memory :class:`~graph.memory_store.MemorySessionStore` (dicts beside it). The graph is written
+in-memory :class:`~graph.store.in_memory.MemorySessionStore` (dicts beside it). The graph is written
 only through the store's public operations (``create_session``, ``spawn``, ``add_nodes``,
 ``set_head``, ``delete_session``), so every backend's validation and locking apply.
 
@@ -46,7 +46,7 @@ The mapping:
   checkpoint, its metadata and each pending write, never re-encoded into the store's codec.
 
 Deletion: ``delete_thread`` and ``prune(strategy="delete")`` delete the thread's sessions
-(:meth:`~graph.store.BaseStore.delete_session`). ``delete_for_runs`` and ``prune(strategy=
+(:meth:`~graph.store.base.BaseStore.delete_session`). ``delete_for_runs`` and ``prune(strategy=
 "keep_latest")`` delete checkpoint payloads and their writes but keep the nodes, which are the
 conversation's record (later checkpoints' nodes descend from them); the head moves to the latest
 checkpoint left.
@@ -85,11 +85,11 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from graph.errors import DuplicateSessionError, GraphError, InvalidWriteError
 from graph.ids import NodeId, SessionId
-from graph.memory_store import MemorySessionStore
 from graph.models import Kind, Node, Role
-from graph.sqlite_store import SessionStore
-from graph.sqlite_store import _translated as sqlite_translated
-from graph.store import HEAD, BaseStore
+from graph.store.base import HEAD, BaseStore
+from graph.store.in_memory import MemorySessionStore
+from graph.store.sqlite import SessionStore
+from graph.store.sqlite import _translated as sqlite_translated
 
 __all__ = ["SessionGraphSaver", "session_id_of"]
 
@@ -489,7 +489,7 @@ def _payloads_of(store: BaseStore) -> _Payloads:
         return _SqlPayloads(store, store.conn, _SQLITE, sqlite_translated)
     if isinstance(store, MemorySessionStore):
         return _MemoryPayloads()
-    postgres = sys.modules.get("graph.postgres_store")  # loaded whenever such a store exists
+    postgres = sys.modules.get("graph.store.postgres")  # loaded whenever such a store exists
     if postgres is not None and isinstance(store, postgres.PostgresSessionStore):
         return _SqlPayloads(store, store.conn, _POSTGRES, postgres._translated)
     raise TypeError(f"SessionGraphSaver cannot keep payloads in a {type(store).__name__}")
@@ -531,9 +531,9 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
     """A LangGraph checkpointer that stores threads as session graphs (the mapping: module docstring).
 
     Args:
-        store: The session store (:class:`~graph.sqlite_store.SessionStore`,
-            :class:`~graph.postgres_store.PostgresSessionStore` or
-            :class:`~graph.memory_store.MemorySessionStore`).
+        store: The session store (:class:`~graph.store.sqlite.SessionStore`,
+            :class:`~graph.store.postgres.PostgresSessionStore` or
+            :class:`~graph.store.in_memory.MemorySessionStore`).
         serde: LangGraph's serializer for payloads; LangGraph's default (JsonPlus) when None.
         spawn_wait: Seconds a subgraph's first checkpoint waits for its parent's checkpoint to be
             stored (LangGraph puts them from different background workers, in either order), so
@@ -541,7 +541,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             session is then a plain one when the parent's checkpoint is not stored yet).
 
     On the in-memory store, payloads are written to the saver's dicts after the store's transaction
-    commits, so a caller's enclosing :meth:`~graph.store.BaseStore.atomic` block that rolls back
+    commits, so a caller's enclosing :meth:`~graph.store.base.BaseStore.atomic` block that rolls back
     takes the nodes back but not the payloads; on SQLite both share one transaction.
 
     Raises:

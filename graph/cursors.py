@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from graph.errors import GraphError
 from graph.index import MEMORY_ELIGIBLE, Eligibility, NodeInfo, node_bits
 from graph.models import Kind, Node
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 
 __all__ = [
     "CursorBackwardsError",
@@ -143,7 +143,7 @@ class OrdinalCursor:
     ) -> list[tuple[int, Node]]:
         """Return the flattened branch of ``head`` with 1-based positions, as the cursor counts.
 
-        The branch is :meth:`~graph.store.BaseStore.branch` (root first, rewound rows filtered out,
+        The branch is :meth:`~graph.store.base.BaseStore.branch` (root first, rewound rows filtered out,
         summaries, tool turns and events counted), enumerated from 1.
         """
         return list(enumerate(store.branch(session_id, head), 1))

@@ -27,7 +27,7 @@ from html import escape
 
 from graph.index import IndexView
 from graph.models import Node, Session, ToolCallBlock
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 
 __all__ = [
     "Picture",

@@ -10,7 +10,7 @@ it.
 from __future__ import annotations
 
 from graph.models import Session
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 
 __all__ = ["is_abandoned"]
 

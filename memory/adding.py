@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from graph.errors import UnknownNodeError
 from graph.models import Node
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 from memory import caps
 from memory.changes import ChangeSet, CreateRecord, Destination, SourceRef
 from memory.records import Record, source_id
@@ -55,7 +55,7 @@ def cited_nodes(store: BaseStore, cites: Sequence[str]) -> list[Node]:
     """
     # The command line's own session-prefix rule, imported here so that the library does not load the
     # command line's dependencies.
-    from graph.cli import resolve_session
+    from graph.cli.commands import resolve_session
 
     out: list[Node] = []
     for ref in cites:

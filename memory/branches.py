@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 from memory.records import Record
 from memory.workspace import MemoryWorkspace
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from graph.models import Node, Role
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 from memory.branches import alternatives
 from memory.organizer import OfflineOrganizer, reorganize
 from memory.pipeline import WriteFailure, WritePipeline

@@ -2,7 +2,7 @@
 
 This is the first layer of cross-session memory: not a memory store, but the
 saved sessions themselves, looked up on demand. Each action is a thin, read-only function over a
-:class:`~graph.store.BaseStore`, and each answer is bounded:
+:class:`~graph.store.base.BaseStore`, and each answer is bounded:
 
 * :func:`recent_sessions` lists at most :data:`~memory.caps.LOOKUP_MAX_SESSIONS` (30) sessions, most
   recently updated first;
@@ -29,7 +29,7 @@ from graph.errors import NotOnBranchError, UnknownNodeError
 from graph.ids import NodeId, SessionId
 from graph.index import IndexView
 from graph.models import Node
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 from graph.walks import branch_ids, live_tips
 from memory.caps import LOOKUP_DEFAULT_MESSAGES, LOOKUP_MAX_MESSAGES, LOOKUP_MAX_SESSIONS
 

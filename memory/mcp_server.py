@@ -49,12 +49,12 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, ConfigDict, Field
 
-from graph.cli import resolve_session
+from graph.cli.commands import resolve_session
 from graph.errors import GraphError
 from graph.ids import NodeId, SessionId
 from graph.importers.watch import TranscriptWatcher
 from graph.models import Kind, Node, Role, Session, to_micros, utcnow
-from graph.store import BaseStore, session_origin
+from graph.store.base import BaseStore, session_origin
 from memory import caps
 from memory.caps import CapExceeded
 from memory.changes import Change, ChangeSet, CreateRecord, Destination, SourceRef

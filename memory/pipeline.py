@@ -39,7 +39,7 @@ from typing import NamedTuple
 from graph.errors import StoreError, UnknownSessionError
 from graph.ids import NodeId
 from graph.models import Node
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 from memory import caps
 from memory.errors import (
     RejectedError,

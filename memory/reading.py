@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 from memory import caps
 from memory.pipeline import owed_ids
 from memory.recall import SearchHit, hits, matches

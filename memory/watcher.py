@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from graph.lineage import is_abandoned
 from graph.models import to_micros, utcnow
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 from memory.branches import alternatives
 from memory.errors import MemoryLayerError
 from memory.organizer import (

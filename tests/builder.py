@@ -1,6 +1,6 @@
 """A compact DAG builder for scenario tests: ``build(store, "m1-m2-m3; m2-f1-f2")``.
 
-``build`` and ``chain`` live in :mod:`graph.testing_contract` (the contract suite uses them); ``turns``
+``build`` and ``chain`` live in :mod:`graph.testing.contract` (the contract suite uses them); ``turns``
 is here.
 
 Segments are separated by ``;``; each is a chain of node labels joined by ``-``. A segment whose first
@@ -11,8 +11,8 @@ the head ends on the last label of the last segment unless ``head`` says otherwi
 
 from __future__ import annotations
 
-from graph.store import BaseStore
-from graph.testing_contract import build, chain
+from graph.store.base import BaseStore
+from graph.testing.contract import build, chain
 
 __all__ = ["build", "chain", "turns"]
 

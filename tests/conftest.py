@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 from graph import MemorySessionStore, SessionStore
-from graph.store import BaseStore
-from graph.testing_contract import StoreFactory
+from graph.store.base import BaseStore
+from graph.testing.contract import StoreFactory
 from tests.memory_backends import WorkspaceFactory
 
 # The tests, and the command lines they start, never read or write the user's own data, settings or
@@ -81,7 +81,7 @@ def postgres_url() -> str:
 
 def postgres_store(**kw: object) -> Iterator[BaseStore]:
     """A PostgreSQL store in a fresh schema of the test database, dropped afterwards."""
-    from graph.postgres_store import PostgresSessionStore
+    from graph.store.postgres import PostgresSessionStore
 
     s = PostgresSessionStore(postgres_url(), schema=f"t_{uuid.uuid4().hex[:16]}", **kw)  # type: ignore[arg-type]
     try:
@@ -105,7 +105,7 @@ def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[St
         shared = MemorySessionStore()
         yield lambda: shared
         return
-    from graph.postgres_store import PostgresSessionStore
+    from graph.store.postgres import PostgresSessionStore
 
     url, schema = postgres_url(), f"t_{uuid.uuid4().hex[:16]}"
     yield lambda: PostgresSessionStore(url, schema=schema)

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from graph import MemorySessionStore, Node, SessionStore, TextBlock, UnknownPredecessorError
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from graph import MemorySessionStore, SessionStore
 from graph.bundle import BUNDLE_VERSION, BundleError, export_session, import_bundle, read_bundle
 from graph.importers import claude_code, detect_format, import_paths
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 from graph.testing import History, Op, operations
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "claude-code-session.jsonl"

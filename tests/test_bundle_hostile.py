@@ -18,7 +18,7 @@ import pytest
 
 from graph import MarkerGapError, MemorySessionStore, SessionStore
 from graph.bundle import BundleError, export_session, import_bundle, read_bundle
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 
 
 def _node(nid: str, pred: str | None, role: str = "user", **extra: Any) -> dict[str, Any]:
@@ -231,7 +231,7 @@ def test_import_summary_of_many_sessions_is_bounded(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "from graph.cli import main; main()",
+            "from graph.cli.commands import main; main()",
             "--db",
             str(tmp_path / "s.db"),
             "import",

@@ -22,7 +22,7 @@ from graph.importers import claude_code, detect_format, import_paths
 from graph.importers.report import TranscriptError
 from graph.index import ARTIFACT
 from graph.lineage import is_abandoned
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 
 FIX = Path(__file__).parent / "fixtures" / "claude-code"
 
@@ -258,7 +258,7 @@ def test_show_folds_artifact_forks_so_a_linear_conversation_reads_linear(
 ) -> None:
     from rich.console import Console
 
-    from graph.cli import render_tree
+    from graph.cli.commands import render_tree
 
     sid = "9f5a4b6c-1e7d-4c2f-8a5b-6d7e8f9a0b1c"
     claude_code.import_file(store, FIX / "progress-after-head.jsonl")
@@ -291,14 +291,21 @@ def test_abandoned_sub_agent_is_not_owed_and_compaction_agent_links_to_the_bound
 
 
 def test_memory_write_without_a_session_skips_abandoned_sub_agents(tmp_path: Path) -> None:
-    from graph.sqlite_store import SessionStore
+    from graph.store.sqlite import SessionStore
     from memory.workspace import MemoryWorkspace
 
     db, ws = tmp_path / "s.db", tmp_path / "ws"
     env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONGRAPH_")}
 
     def cli(*args: str) -> None:
-        cmd = [sys.executable, "-c", "from graph.cli import main; main()", "--db", str(db), *args]
+        cmd = [
+            sys.executable,
+            "-c",
+            "from graph.cli.commands import main; main()",
+            "--db",
+            str(db),
+            *args,
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
         assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -387,7 +394,7 @@ def test_fixture_lines_are_the_real_shape(name: str) -> None:
 def test_idle_watcher_skips_abandoned_sub_agents(tmp_path: Path) -> None:
     from datetime import UTC, datetime
 
-    from graph.sqlite_store import SessionStore
+    from graph.store.sqlite import SessionStore
     from memory import IdleWatcher, MemoryWorkspace
 
     store = SessionStore(tmp_path / "s.db")

@@ -11,7 +11,7 @@ from builder import build, chain
 from typer.testing import CliRunner
 
 from graph import SessionStore
-from graph.cli import app
+from graph.cli.commands import app
 
 runner = CliRunner()
 
@@ -71,7 +71,7 @@ def test_errors_are_one_clear_line_and_exit_1(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "graph.cli",
+            "graph.cli.commands",
             "--db",
             str(db),
             "mark",

@@ -34,7 +34,7 @@ def run(
 ) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONGRAPH_")}
     p = subprocess.run(
-        [sys.executable, "-c", "from graph.launch import main; main()", "--db", str(db), *args],
+        [sys.executable, "-c", "from graph.cli.launch import main; main()", "--db", str(db), *args],
         capture_output=True,
         text=True,
         env=env | {"COLUMNS": str(columns), "TERM": "dumb", "NO_COLOR": "1"},

@@ -18,7 +18,7 @@ import pytest
 from typer.main import get_command
 
 from graph import SessionStore
-from graph.cli import _register_commands, app
+from graph.cli.commands import _register_commands, app
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "claude-code-session.jsonl"
@@ -35,7 +35,7 @@ def run(
 ) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONGRAPH_")}
     return subprocess.run(
-        [sys.executable, "-c", "from graph.launch import main; main()", *args],
+        [sys.executable, "-c", "from graph.cli.launch import main; main()", *args],
         capture_output=True,
         text=True,
         env=base | {"COLUMNS": "120", "NO_COLOR": "1", "TERM": "dumb"} | (env or {}),
@@ -242,7 +242,7 @@ def test_version_quiet_and_tilde(tmp_path: Path) -> None:
 
 def _modules_loaded(*args: str, db: Path) -> set[str]:
     code = (
-        "import sys; from graph.launch import main\n"
+        "import sys; from graph.cli.launch import main\n"
         f"sys.argv = ['sessiongraph', *{list(args)!r}]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n"
@@ -263,10 +263,10 @@ def test_quick_commands_do_not_import_what_they_do_not_need(tmp_path: Path) -> N
     SessionStore(db).create_session("one")
     heavy = {"networkx", "pydantic", "typer", "rich", "sqlite_utils", "msgpack", "memory"}
     loaded = _modules_loaded("--version", db=db)
-    assert "graph.launch" in loaded
+    assert "graph.cli.launch" in loaded
     assert not {m.split(".")[0] for m in loaded} & heavy
     loaded = _modules_loaded("sessions", db=db)
-    assert "graph.sqlite_store" in loaded
+    assert "graph.store.sqlite" in loaded
     tops = {m.split(".")[0] for m in loaded}
     assert "networkx" not in tops and "memory" not in tops
     assert not any(m.startswith("graph.importers") for m in loaded)

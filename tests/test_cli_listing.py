@@ -12,13 +12,13 @@ import pytest
 
 from graph import Role, SessionStore
 from graph.plain_table import Column, render
-from graph.sqlite_store import SessionStore as SqliteStore
+from graph.store.sqlite import SessionStore as SqliteStore
 
 
 def run(db: Path, *args: str, columns: int = 80) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONGRAPH_")}
     p = subprocess.run(
-        [sys.executable, "-c", "from graph.launch import main; main()", "--db", str(db), *args],
+        [sys.executable, "-c", "from graph.cli.launch import main; main()", "--db", str(db), *args],
         capture_output=True,
         text=True,
         env=env | {"COLUMNS": str(columns), "TERM": "dumb", "NO_COLOR": "1"},
@@ -55,7 +55,7 @@ def test_the_listing_builds_no_session_index(
 ) -> None:
     from typer.testing import CliRunner
 
-    from graph.cli import app
+    from graph.cli.commands import app
 
     db = tmp_path / "s.db"
     store = SessionStore(db)
@@ -80,7 +80,7 @@ def test_the_listing_loads_neither_rich_layout_nor_sqlite_utils(tmp_path: Path) 
     db = tmp_path / "s.db"
     SessionStore(db).create_session("one")
     code = (
-        "import sys; from graph.launch import main\n"
+        "import sys; from graph.cli.launch import main\n"
         "sys.argv = ['sessiongraph', 'sessions']\n"
         "main()\n"
         "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n"
@@ -94,7 +94,7 @@ def test_the_listing_loads_neither_rich_layout_nor_sqlite_utils(tmp_path: Path) 
         timeout=120,
     )
     loaded = set(p.stderr.split())
-    assert "graph.sqlite_store" in loaded, p.stderr
+    assert "graph.store.sqlite" in loaded, p.stderr
     assert not loaded & {"sqlite_utils", "rich.console", "rich.table", "rich.markup"}
 
 

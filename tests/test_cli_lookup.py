@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from graph import Kind, Role, SessionStore
-from graph.cli import app
-from memory.cli import register
+from graph.cli.commands import app
+from memory.cli.lookup import register
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 runner = CliRunner()
@@ -148,7 +148,7 @@ def test_unknown_session_in_a_subprocess_exits_1_with_the_reason(db: dict[str, o
         [
             sys.executable,
             "-c",
-            "from graph.cli import main; main()",
+            "from graph.cli.commands import main; main()",
             "--db",
             str(db["path"]),
             "read",
@@ -165,7 +165,7 @@ def test_unknown_session_in_a_subprocess_exits_1_with_the_reason(db: dict[str, o
         [
             sys.executable,
             "-c",
-            "from graph.cli import main; main()",
+            "from graph.cli.commands import main; main()",
             "--db",
             str(db["path"]),
             "read",

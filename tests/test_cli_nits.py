@@ -22,7 +22,7 @@ PARENT = "258c7280-ae70-4798-800f-63464d01a85d"
 def run(db: Path, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONGRAPH_")}
     p = subprocess.run(
-        [sys.executable, "-c", "from graph.launch import main; main()", "--db", str(db), *args],
+        [sys.executable, "-c", "from graph.cli.launch import main; main()", "--db", str(db), *args],
         capture_output=True,
         text=True,
         env=env | {"COLUMNS": "160", "TERM": "dumb", "NO_COLOR": "1"},

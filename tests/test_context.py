@@ -8,7 +8,7 @@ boundary with the summary; Codex replaces the history with the compaction's repl
 from __future__ import annotations
 
 from graph.models import Node
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 from tests.builder import build, chain
 
 

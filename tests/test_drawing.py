@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from graph import MemorySessionStore, SessionStore
-from graph.cli import app
+from graph.cli.commands import app
 from graph.drawing import layout, picture, to_dot, to_svg
 from graph.importers import import_file
 from tests.serverkit import EXAMPLE, SESSION

@@ -27,7 +27,7 @@ from graph.errors import GraphError
 from graph.importers import codex, pi
 from graph.importers.jsonl import LineProblems, read_jsonl
 from graph.importers.report import FileReport
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 
 POOL = [f"{i:08x}" for i in range(1, 9)]
 """pi entry ids the generator draws from, so repeats and references to other entries are common."""

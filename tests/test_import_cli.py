@@ -16,7 +16,7 @@ SID = "7d3c9a52-4f1e-4b8a-9c2d-1e5f6a7b8c90"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-c", "from graph.cli import main; main()", *args]
+    cmd = [sys.executable, "-c", "from graph.cli.commands import main; main()", *args]
     env = {"COLUMNS": "200", "PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
 

@@ -21,7 +21,7 @@ from graph.importers import (
     transcript_files,
 )
 from graph.index import ARTIFACT
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures"

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from graph.importers import codex, pi
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 

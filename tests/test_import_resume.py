@@ -28,9 +28,9 @@ from graph import SessionStore
 from graph.importers import claude_code, import_paths
 from graph.importers import resume as resume_mod
 from graph.importers.resume import FileState, state_key
-from graph.memory_store import MemorySessionStore
-from graph.sqlite_store import MIGRATIONS, SCHEMA_VERSION
-from graph.store import BaseStore
+from graph.store.base import BaseStore
+from graph.store.in_memory import MemorySessionStore
+from graph.store.sqlite import MIGRATIONS, SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("SESSIONGRAPH_CORPUS", ROOT.parent / "shared" / "corpus"))

@@ -9,7 +9,7 @@ import pytest
 
 from graph import CodecError, UnknownSessionError
 from graph.importers._common import file_import
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 
 
 def test_update_session_replaces_title_and_metadata_and_leaves_updated_at(store: BaseStore) -> None:

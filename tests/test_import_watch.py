@@ -21,7 +21,7 @@ from typing import Any
 
 from graph.importers import import_paths
 from graph.importers.watch import TranscriptWatcher
-from graph.sqlite_store import SessionStore
+from graph.store.sqlite import SessionStore
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "claude-code-session.jsonl"
 SESSION = "7d3c9a52-4f1e-4b8a-9c2d-1e5f6a7b8c90"
@@ -80,7 +80,7 @@ class Watcher:
             [
                 sys.executable,
                 "-c",
-                "from graph.cli import main; main()",
+                "from graph.cli.commands import main; main()",
                 "--db",
                 str(db),
                 "import",

@@ -28,7 +28,7 @@ from graph import SessionStore  # noqa: E402
 from graph.checkpoint import SessionGraphSaver  # noqa: E402
 from graph.importers import TranscriptError  # noqa: E402
 from graph.importers.langgraph import import_postgres, postgres_label  # noqa: E402
-from graph.store import BaseStore  # noqa: E402
+from graph.store.base import BaseStore  # noqa: E402
 
 
 def _in_schema(url: str, schema: str) -> str:
@@ -136,7 +136,7 @@ def test_the_report_names_the_database_without_credentials() -> None:
 
 
 def test_the_import_command_takes_a_postgres_saver_url(run: dict[str, Any], tmp_path: Path) -> None:
-    cmd = [sys.executable, "-c", "from graph.cli import main; main()", "--db"]
+    cmd = [sys.executable, "-c", "from graph.cli.commands import main; main()", "--db"]
     cmd += [str(tmp_path / "s.db"), "import", "--langgraph", run["url"], "--json"]
     got = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert got.returncode == 0, got.stderr
@@ -146,7 +146,7 @@ def test_the_import_command_takes_a_postgres_saver_url(run: dict[str, Any], tmp_
 
 
 def test_the_import_command_refuses_what_is_not_a_postgres_url(tmp_path: Path) -> None:
-    cmd = [sys.executable, "-c", "from graph.cli import main; main()", "--db"]
+    cmd = [sys.executable, "-c", "from graph.cli.commands import main; main()", "--db"]
     cmd += [str(tmp_path / "s.db"), "import", "--langgraph", "checkpoints.sqlite"]
     got = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert got.returncode != 0

@@ -25,7 +25,7 @@ from langgraph.graph.message import add_messages  # noqa: E402
 from graph import Kind, MemorySessionStore, SessionStore, UnknownSessionError  # noqa: E402
 from graph.checkpoint import SessionGraphSaver  # noqa: E402
 from graph.importers import detect_format, import_file  # noqa: E402
-from graph.store import BaseStore  # noqa: E402
+from graph.store.base import BaseStore  # noqa: E402
 from memory import PROVIDER, MemoryWorkspace, WritePipeline  # noqa: E402
 
 BACKENDS = ["sqlite", "memory", "postgres"]
@@ -45,13 +45,13 @@ class _Backend:
             return self.shared
         if self.name == "sqlite":
             return SessionStore(self.directory / "s.db", **kw)
-        from graph.postgres_store import PostgresSessionStore
+        from graph.store.postgres import PostgresSessionStore
 
         return PostgresSessionStore(self.url, schema=self.schema)
 
     def drop(self) -> None:
         if self.name == "postgres":
-            from graph.postgres_store import PostgresSessionStore
+            from graph.store.postgres import PostgresSessionStore
 
             cleanup = PostgresSessionStore(self.url, schema=self.schema)
             cleanup.drop_schema()
@@ -453,7 +453,7 @@ def test_the_import_command_reads_a_checkpoint_database(tmp_path: Path) -> None:
     conn = sqlite3.connect(db, check_same_thread=False)
     _turn(_build(SqliteSaver(conn)), {"configurable": {"thread_id": "cli"}}, "hi", "h")
     conn.close()
-    cmd = [sys.executable, "-c", "from graph.cli import main; main()", "--db"]
+    cmd = [sys.executable, "-c", "from graph.cli.commands import main; main()", "--db"]
     cmd += [str(tmp_path / "s.db"), "import", str(db), "--json"]
     got = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert got.returncode == 0, got.stderr

@@ -5,7 +5,7 @@
 * the persistence primitives (``_db_*``) and the store's own mutable index (``_index``) are touched only
   by the store modules;
 * nobody asks whether a session exists by catching ``UnknownSessionError`` (``has_session``);
-* ``graph/store.py`` does not import ``graph/views.py`` (which names the store only for types);
+* ``graph/store/base.py`` does not import ``graph/networkx_views.py`` (which names the store only for types);
 * the graph CLI registers its own commands directly, not through its entry-point group;
 * every public name of ``graph`` and ``memory`` is still exported (names are added, never removed);
 * nothing under ``graph/`` or ``memory/`` (nor the README and ``docs/``) points to the specification or
@@ -25,10 +25,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted(p for pkg in ("graph", "memory") for p in (ROOT / pkg).rglob("*.py"))
 STORE_MODULES = {
-    "graph/store.py",
-    "graph/sqlite_store.py",
-    "graph/memory_store.py",
-    "graph/postgres_store.py",
+    "graph/store/base.py",
+    "graph/store/sqlite.py",
+    "graph/store/in_memory.py",
+    "graph/store/postgres.py",
 }
 BIT_CONSTANTS = {"KIND_MASK", "ROLE_MASK", "EMPTY", "SCHEDULED", "SIBLING", "REWOUND"}
 BIT_READERS = {"graph/index.py", "graph/walks.py"}
@@ -175,12 +175,12 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_the_store_does_not_import_its_views() -> None:
-    assert "graph.views" not in _imports(ROOT / "graph/store.py")
-    from graph.store import BaseStore
+    assert "graph.networkx_views" not in _imports(ROOT / "graph/store/base.py")
+    from graph.store.base import BaseStore
 
     assert not hasattr(
         BaseStore, "to_networkx"
-    )  # the free function graph.views.to_networkx is the API
+    )  # the free function graph.networkx_views.to_networkx is the API
 
 
 def test_the_graph_cli_registers_its_own_commands_without_entry_points(
@@ -188,17 +188,17 @@ def test_the_graph_cli_registers_its_own_commands_without_entry_points(
 ) -> None:
     import importlib.metadata
 
-    import graph.cli
+    import graph.cli.commands
 
     monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: [])
     try:
-        graph.cli.main(["--help"])
+        graph.cli.commands.main(["--help"])
     except SystemExit as e:
         assert e.code in (0, None)
-    names = {c.name for c in graph.cli.app.registered_commands}
+    names = {c.name for c in graph.cli.commands.app.registered_commands}
     assert {"import", "export"} <= names
     group = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
-    assert "graph.importers.cli:register" not in group["sessiongraph.cli"].values()
+    assert "graph.cli.importing:register" not in group["sessiongraph.cli"].values()
 
 
 PUBLIC = {

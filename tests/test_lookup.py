@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from graph import Kind, NotOnBranchError, Role, UnknownNodeError, UnknownSessionError
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 from memory.caps import LOOKUP_DEFAULT_MESSAGES, LOOKUP_MAX_MESSAGES, LOOKUP_MAX_SESSIONS
 from memory.lookup import (
     clamp_count,

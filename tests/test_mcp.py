@@ -28,7 +28,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from graph.importers import import_paths
-from graph.sqlite_store import SessionStore
+from graph.store.sqlite import SessionStore
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "claude-code-session.jsonl"
 EXAMPLE_SESSION = "7d3c9a52-4f1e-4b8a-9c2d-1e5f6a7b8c90"
@@ -55,7 +55,7 @@ def _env(tmp_path: Path) -> dict[str, str]:
 def _command(db: Path, ws: Path, *args: str) -> list[str]:
     return [
         "-c",
-        "from graph.cli import main; main()",
+        "from graph.cli.commands import main; main()",
         "--db",
         str(db),
         "mcp",

@@ -268,7 +268,7 @@ def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         [
             sys.executable,
             "-c",
-            "from graph.cli import main; main()",
+            "from graph.cli.commands import main; main()",
             "--db",
             str(tmp_path / "store.db"),
             "memory",

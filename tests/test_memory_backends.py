@@ -119,7 +119,7 @@ def test_a_refused_change_leaves_every_table_unchanged(
 
 def _run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
-        [sys.executable, "-c", "from graph.cli import main; main()", *args],
+        [sys.executable, "-c", "from graph.cli.commands import main; main()", *args],
         capture_output=True,
         text=True,
         env=env,

@@ -104,7 +104,7 @@ def test_memory_search_branch_head_end_to_end(forked: Forked, tmp_path: Path) ->
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-c", "from graph.cli import main; main()", "--db"]
+            [sys.executable, "-c", "from graph.cli.commands import main; main()", "--db"]
             + [str(tmp_path / "s.db"), "memory", "--workspace", str(tmp_path / "ws"), *args],
             capture_output=True,
             text=True,

@@ -38,7 +38,7 @@ class Cli:
             [
                 sys.executable,
                 "-c",
-                "from graph.cli import main; main()",
+                "from graph.cli.commands import main; main()",
                 "--db",
                 str(self.db),
                 *args,

@@ -61,7 +61,7 @@ def _run(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[
         [
             sys.executable,
             "-c",
-            "from graph.cli import main; main()",
+            "from graph.cli.commands import main; main()",
             "--db",
             str(tmp_path / "g.db"),
             *args,

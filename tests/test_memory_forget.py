@@ -159,7 +159,7 @@ def _cli(tmp_path: Path, *args: str, stdin: str = "") -> subprocess.CompletedPro
         [
             sys.executable,
             "-c",
-            "from graph.cli import main; main()",
+            "from graph.cli.commands import main; main()",
             "--db",
             str(tmp_path / "store.db"),
             "memory",

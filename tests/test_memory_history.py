@@ -153,7 +153,13 @@ def test_forget_blanks_the_history_it_erases(ws: MemoryWorkspace) -> None:
 
 def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", "from graph.cli import main; main()", "--db", str(tmp_path / "s.db")]
+        [
+            sys.executable,
+            "-c",
+            "from graph.cli.commands import main; main()",
+            "--db",
+            str(tmp_path / "s.db"),
+        ]
         + ["memory", "--workspace", str(tmp_path / "ws"), *args],
         capture_output=True,
         text=True,

@@ -130,7 +130,13 @@ def test_mcp_over_stdio_with_memory_off(store: SessionStore, tmp_path: Path) -> 
     ws = tmp_path / "ws"
     env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONGRAPH_")}
     env |= {"HOME": str(tmp_path / "home"), BACKEND_ENV: "none"}
-    command = ["-c", "from graph.cli import main; main()", "--db", str(tmp_path / "s.db"), "mcp"]
+    command = [
+        "-c",
+        "from graph.cli.commands import main; main()",
+        "--db",
+        str(tmp_path / "s.db"),
+        "mcp",
+    ]
     params = StdioServerParameters(
         command=sys.executable, args=[*command, "--workspace", str(ws), "--no-follow"], env=env
     )
@@ -156,7 +162,13 @@ def test_serve_with_memory_off_in_a_subprocess(store: SessionStore, tmp_path: Pa
     env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONGRAPH_")}
     env |= {"HOME": str(tmp_path / "home"), BACKEND_ENV: "none", "SESSIONGRAPH_MEMORY": str(ws)}
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from graph.cli import main; main()", "--db", str(tmp_path / "s.db")]
+        [
+            sys.executable,
+            "-c",
+            "from graph.cli.commands import main; main()",
+            "--db",
+            str(tmp_path / "s.db"),
+        ]
         + ["serve", "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -197,7 +209,13 @@ def test_serve_refuses_a_malformed_memory_setting_in_one_line(
     env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONGRAPH_")}
     env |= {"HOME": str(tmp_path / "home"), BACKEND_ENV: "floppy"}
     out = subprocess.run(
-        [sys.executable, "-c", "from graph.cli import main; main()", "--db", str(tmp_path / "s.db")]
+        [
+            sys.executable,
+            "-c",
+            "from graph.cli.commands import main; main()",
+            "--db",
+            str(tmp_path / "s.db"),
+        ]
         + ["serve", "--port", "0"],
         capture_output=True,
         text=True,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from graph import SessionStore
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 from memory import (
     PROVIDER,
     ChangeSet,

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from graph import SessionStore
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 from memory import PROVIDER, MemoryWorkspace, WritePipeline
 from memory.pipeline import MAX_BATCH_TURNS, owed_ids
 
@@ -68,7 +68,7 @@ class Cli:
             [
                 sys.executable,
                 "-c",
-                "from graph.cli import main; main()",
+                "from graph.cli.commands import main; main()",
                 "--db",
                 str(self.db),
                 *args,
@@ -189,7 +189,14 @@ _RETRYABLE_WORDS = ("lock", "busy", "retry", "CONCURRENT_UPDATE")
 def _cli(db: Path, *args: str) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONGRAPH_")}
     return subprocess.Popen(
-        [sys.executable, "-c", "from graph.cli import main; main()", "--db", str(db), *args],
+        [
+            sys.executable,
+            "-c",
+            "from graph.cli.commands import main; main()",
+            "--db",
+            str(db),
+            *args,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -73,7 +73,7 @@ def test_cli_export_through_a_symlink_is_one_error_line(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "from graph.cli import main; main()",
+            "from graph.cli.commands import main; main()",
             "--db",
             str(tmp_path / "s.db"),
             "memory",

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from graph import BaseStore, MemorySessionStore, Role
+from graph.cursor_migration import claimed_by_ordinal, migrate_ids, migrate_ordinal
 from graph.cursors import IdSetCursor, OrdinalCursor, effective_branch, oracle_eligible
-from graph.migrate import claimed_by_ordinal, migrate_ids, migrate_ordinal
 from graph.testing import History, operations
 
 

@@ -22,16 +22,16 @@ import pytest
 from conftest import postgres_store, postgres_url
 
 from graph import MEMORY_ELIGIBLE, HeadConflictError, SessionStore
-from graph.backends import open_store
 from graph.errors import StoreBusyError
-from graph.store import BaseStore
+from graph.store import open_store
+from graph.store.base import BaseStore
 
 ROOT = Path(__file__).resolve().parents[1]
 
 WORKER = textwrap.dedent(
     """
     import json, random, sys
-    from graph.postgres_store import PostgresSessionStore
+    from graph.store.postgres import PostgresSessionStore
     from graph.errors import HeadConflictError, MarkerGapError, StoreBusyError
     url, schema, seed, n, log = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
     rng = random.Random(seed)
@@ -141,7 +141,7 @@ def test_four_processes_of_500_operations_keep_every_invariant(
 KILLED = textwrap.dedent(
     """
     import sys
-    from graph.postgres_store import PostgresSessionStore
+    from graph.store.postgres import PostgresSessionStore
     url, schema, sid = sys.argv[1], sys.argv[2], sys.argv[3]
     store = PostgresSessionStore(url, schema=schema)
     print("ready", flush=True)
@@ -243,7 +243,7 @@ def test_the_command_line_works_against_a_url() -> None:
     sep = "&" if "?" in url else "?"
     env["SESSIONGRAPH_DB"] = f"{url}{sep}options=-csearch_path%3D{schema}"
     run = subprocess.run(
-        [sys.executable, "-c", "from graph.cli import main; main()", "sessions", "--json"],
+        [sys.executable, "-c", "from graph.cli.commands import main; main()", "sessions", "--json"],
         capture_output=True,
         text=True,
         env=env,

@@ -22,7 +22,7 @@ from graph.errors import UnknownSessionError
 
 pytest.importorskip("psycopg")
 
-from graph.postgres_store import PostgresSessionStore  # noqa: E402
+from graph.store.postgres import PostgresSessionStore  # noqa: E402
 
 
 @pytest.fixture

@@ -52,7 +52,7 @@ _PG_EXAMPLES = 4
 
 def _postgres() -> BaseStore:
     """A PostgreSQL store on an emptied schema that no open store uses."""
-    from graph.postgres_store import PostgresSessionStore
+    from graph.store.postgres import PostgresSessionStore
 
     class Pooled(PostgresSessionStore):
         def close(self) -> None:
@@ -75,7 +75,7 @@ def _examples(name: str) -> int:
 @pytest.fixture(autouse=True, scope="module")
 def _drop_postgres_schemas() -> Iterator[None]:
     yield
-    from graph.postgres_store import PostgresSessionStore
+    from graph.store.postgres import PostgresSessionStore
 
     for schema in _PG_SCHEMAS:
         cleanup = PostgresSessionStore(postgres_url(), schema=schema)

@@ -46,7 +46,7 @@ def _the_show_tree_is_what_show_prints(db: Path) -> None:
     from typer.testing import CliRunner
 
     from graph import SessionStore
-    from graph.cli import app
+    from graph.cli.commands import app
 
     text = README.read_text()
     start = text.index("show SESSION` then prints")

@@ -6,7 +6,7 @@ import pytest
 from builder import build, chain
 
 from graph import MarkerGapError
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 
 P, WS = "memory", "ws-1"
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from graph import MemorySessionStore, SessionStore, TextBlock, ToolCallBlock, ToolResultBlock
 from graph.errors import UnknownSessionError
 from graph.search import parse_query, split_marked, tokens
-from graph.sqlite_store import SCHEMA_VERSION
-from graph.store import BaseStore
+from graph.store.base import BaseStore
+from graph.store.sqlite import SCHEMA_VERSION
 
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 

@@ -11,7 +11,7 @@ import typer
 from typer.testing import CliRunner
 
 from graph import SessionStore
-from graph.cli import app, parse_since
+from graph.cli.commands import app, parse_since
 from graph.importers import import_paths
 
 runner = CliRunner()

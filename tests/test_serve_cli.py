@@ -26,7 +26,7 @@ def start(db: Path, ws: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
         [
             sys.executable,
             "-c",
-            "from graph.cli import main; main()",
+            "from graph.cli.commands import main; main()",
             "--db",
             str(db),
             "serve",
@@ -120,7 +120,7 @@ def test_serve_mistakes_are_one_line(db: Path, args: list[str], message: str) ->
         [
             sys.executable,
             "-c",
-            "from graph.cli import main; main()",
+            "from graph.cli.commands import main; main()",
             "--db",
             str(db),
             "serve",

@@ -11,7 +11,7 @@ from builder import build, chain
 from graph import CodecError, MemorySessionStore, Node, SessionStore
 from graph.codec import FORMAT_VERSION, decode, decode_content, encode, encode_content
 from graph.models import ImageBlock, TextBlock, ToolCallBlock, ToolResultBlock
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 
 BLOCKS = (
     TextBlock(text="hi"),

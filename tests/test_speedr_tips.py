@@ -9,7 +9,7 @@ import pytest
 
 from graph import Kind, MemorySessionStore, SessionStore
 from graph.index import _scan_live_tips
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 
 
 def _scanned(store: BaseStore, sid: str) -> list[str]:

@@ -13,7 +13,7 @@ import pytest
 from builder import build, chain
 
 from graph import SchemaVersionError, SessionStore, StoreBusyError, StoreError, UnknownNodeError
-from graph.sqlite_store import MIGRATIONS, SCHEMA_VERSION
+from graph.store.sqlite import MIGRATIONS, SCHEMA_VERSION
 
 V1 = Path(__file__).parent / "fixtures" / "store" / "v1.db"
 """A store file written by schema version 1 (markers one value per node and provider)."""
@@ -253,8 +253,8 @@ def test_pending_tips_in_the_cli_reads_nodes_in_bounded_chunks(
 
     from typer.testing import CliRunner
 
-    from graph.cli import app
-    from graph.store import BaseStore
+    from graph.cli.commands import app
+    from graph.store.base import BaseStore
 
     db = tmp_path / "s.db"
     st = SessionStore(db)

@@ -19,7 +19,7 @@ import orjson
 
 from graph.importers import claude_code, codex, langgraph, pi
 from graph.importers.report import FileReport, ImportReport, TranscriptError
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 
 __all__ = [
     "FORMATS",

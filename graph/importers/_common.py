@@ -13,7 +13,7 @@ from typing import Any
 from graph.importers.jsonl import LineProblems
 from graph.importers.report import FileReport
 from graph.models import Content, ImageBlock, Session, TextBlock, content_text
-from graph.store import BaseStore, paused_gc
+from graph.store.base import BaseStore, paused_gc
 
 __all__ = [
     "EPOCH",

@@ -86,7 +86,7 @@ from graph.models import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 
 __all__ = ["FORMAT", "agent_files", "import_file", "is_agent_file"]
 

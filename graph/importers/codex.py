@@ -70,7 +70,7 @@ from graph.models import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 
 __all__ = ["FORMAT", "import_file"]
 

@@ -39,7 +39,7 @@ import orjson
 
 from graph.importers._common import file_import
 from graph.importers.report import FileReport, TranscriptError
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 
 __all__ = ["FORMAT", "import_file", "import_postgres", "is_checkpoint_db", "postgres_label"]
 

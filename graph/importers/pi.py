@@ -65,7 +65,7 @@ from graph.importers._common import (
 from graph.importers.jsonl import Line, read_jsonl
 from graph.importers.report import FileReport
 from graph.models import Block, Content, Kind, Node, Role, TextBlock, ToolCallBlock, ToolResultBlock
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 
 __all__ = ["FORMAT", "header", "import_file"]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from graph.errors import GraphError
-from graph.store import SessionStats
+from graph.store.base import SessionStats
 
 __all__ = ["FileReport", "ImportReport", "TranscriptError"]
 

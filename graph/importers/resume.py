@@ -1,6 +1,6 @@
 """Re-importing a grown transcript from where the last import stopped, in time proportional to the new bytes.
 
-After importing a file, an importer records in the store (:meth:`graph.store.BaseStore.set_import_state`,
+After importing a file, an importer records in the store (:meth:`graph.store.base.BaseStore.set_import_state`,
 in the same transaction as the nodes) a :class:`FileState`: the byte offset it read up to (the end of
 the last line that ends with a newline), the number of lines before it, the file's identity at that
 offset, and the format's own state (what its rules need to continue: the session id, the last entries
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from graph.importers.jsonl import ReadPosition
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 
 __all__ = ["STATE_VERSION", "FileState", "resume_point", "save_state", "state_key"]
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from graph.importers import ImportReport, import_paths
 from graph.importers import claude_code as _claude_code
 from graph.importers.report import FileReport
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 
 __all__ = ["DEFAULT_INTERVAL", "TranscriptWatcher", "watch"]
 

@@ -30,7 +30,7 @@ from graph import drawing
 from graph.errors import UnknownNodeError
 from graph.models import Node, SearchHit, Session
 from graph.server.app import ApiError, Memo, int_param, json_response
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 
 __all__ = [
     "MAX_QUERY_CHARS",

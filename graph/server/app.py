@@ -34,7 +34,7 @@ from starlette.staticfiles import StaticFiles
 
 from graph.errors import GraphError
 from graph.server.security import SecurityMiddleware
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 
 __all__ = [
     "ApiError",

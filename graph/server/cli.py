@@ -47,7 +47,7 @@ def serve(
     """Serve the sessions, their graphs, the Memory page and the REST API on a local web server."""
     import uvicorn
 
-    from graph.cli import open_store
+    from graph.cli.commands import open_store
     from graph.server.app import ExtensionError, create_app
     from graph.server.security import new_token
 

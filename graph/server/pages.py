@@ -20,7 +20,7 @@ from starlette.routing import BaseRoute, Route
 from graph import drawing
 from graph.server.api import MAX_SESSIONS_PAGE, session_data, session_list, session_of
 from graph.server.app import ApiError, int_param, render
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 
 __all__ = ["routes"]
 

@@ -46,7 +46,7 @@ def extension(
     Raises:
         memory.config.ConfigError: the settings file is malformed.
     """
-    from memory.memory_cli import default_workspace
+    from memory.cli.memory import default_workspace
 
     if not load_config(env=env).enabled:
         return None

@@ -45,7 +45,7 @@ from starlette.routing import BaseRoute, Route
 from graph.errors import NotOnBranchError, UnknownNodeError, UnknownSessionError
 from graph.models import Session
 from graph.server.app import ApiError, Memo, int_param, json_body, json_response
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 from memory import caps
 from memory.caps import LOOKUP_MAX_SESSIONS
 from memory.changes import (

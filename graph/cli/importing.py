@@ -1,6 +1,6 @@
 """``sessiongraph import`` and ``sessiongraph export``: transcripts in, session bundles out.
 
-Registered on the main app by :func:`register` (called from :func:`graph.cli.main`). The progress
+Registered on the main app by :func:`register` (called from :func:`graph.cli.commands.main`). The progress
 bar counts bytes, so it moves within one large file; after the import, a few sessions get a table
 and many get one summary line (``--verbose``: the table, and every note, whatever the number).
 Failed files and damaged lines are always reported, on stderr, with their file and line.
@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from graph.cli import id_column, open_store, render_tree, resolve_session, session_short_forms
+from graph.cli.commands import (
+    id_column,
+    open_store,
+    render_tree,
+    resolve_session,
+    session_short_forms,
+)
 from graph.importers.watch import DEFAULT_INTERVAL
 from graph.terminal import CommandLineError, dump_json, markup, say, settings, short_forms
 
@@ -26,7 +32,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from graph.importers import ImportReport
-    from graph.store import BaseStore
+    from graph.store.base import BaseStore
 
 __all__ = ["export_command", "import_command", "register"]
 
@@ -305,9 +311,9 @@ def import_command(
 
 def _import_postgres_saver(store: BaseStore, report: ImportReport, url: str) -> None:
     """``--langgraph URL``: the PostgresSaver database joins the report like one more file."""
-    from graph.backends import is_postgres_url
     from graph.importers.langgraph import FORMAT, import_postgres, postgres_label
     from graph.importers.report import FileReport
+    from graph.store import is_postgres_url
 
     if not is_postgres_url(url):
         raise CommandLineError("--langgraph", f"{url!r} is not a postgresql:// URL")
@@ -361,7 +367,7 @@ def _watch(store: BaseStore, targets: list[Path], interval: float, *, json: bool
 def _show(store: BaseStore, session_id: str, provider: str, value: str) -> None:
     from rich.table import Table
 
-    from graph.cli import node_preview
+    from graph.cli.commands import node_preview
 
     console = _console()
     session = store.session(session_id)

@@ -9,7 +9,7 @@
     sessiongraph latest SESSION [--json]                the newest message of the head's branch
 
 ``SESSION`` is an id or a unique prefix or suffix of one (the short form the tables print). Unknown
-and ambiguous sessions and nodes are reported by :func:`graph.cli.main` as ``error: ...`` with exit
+and ambiguous sessions and nodes are reported by :func:`graph.cli.commands.main` as ``error: ...`` with exit
 status 1. Text from transcripts is printed with its control characters made visible; ``--full``
 prints whole ids and ``--json`` always does.
 """
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from graph.cli import (
+from graph.cli.commands import (
     id_column,
     node_json,
     open_store,
@@ -32,14 +32,14 @@ from graph.cli import (
 )
 from graph.terminal import dump_json, markup, short_forms
 from memory.caps import LOOKUP_DEFAULT_MESSAGES, LOOKUP_MAX_SESSIONS
-from memory.memory_cli import add_memory_app
+from memory.cli.memory import add_memory_app
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
     from graph.models import Node
-    from graph.store import BaseStore
+    from graph.store.base import BaseStore
     from memory.lookup import SessionInfo, TranscriptWindow
 
 __all__ = ["register", "window_json"]

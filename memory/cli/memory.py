@@ -1,6 +1,6 @@
 """``sessiongraph memory``: see, search, correct, delete and write memory from the command line.
 
-Added to the ``sessiongraph`` application by :func:`memory.cli.register` (a person
+Added to the ``sessiongraph`` application by :func:`memory.cli.lookup.register` (a person
 can see what memory holds, find it with the words they used, correct it and delete it)::
 
     sessiongraph memory list [--topic T] [--json]      records with their citations' snippets and origins
@@ -46,11 +46,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from graph.cli import id_column, open_store, resolve_session, session_short_forms
+from graph.cli.commands import id_column, open_store, resolve_session, session_short_forms
 from graph.errors import GraphError
 from graph.lineage import is_abandoned
 from graph.models import to_micros
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 from graph.terminal import dump_json, markup, say, settings, short_forms
 from memory import caps
 from memory.adding import DEFAULT_ADD_TOPIC, add_memory, cited_nodes
@@ -83,7 +83,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
     from rich.table import Table
 
-    from graph.store import BaseStore
+    from graph.store.base import BaseStore
     from memory.reading import RecordView
     from memory.workspace import MemoryWorkspace
 

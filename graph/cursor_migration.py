@@ -17,7 +17,7 @@ from typing import NamedTuple
 from graph.cursors import OrdinalCursor
 from graph.ids import NodeId
 from graph.index import MEMORY_ELIGIBLE, Eligibility
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 
 __all__ = ["Migration", "claimed_by_ordinal", "migrate_ids", "migrate_ordinal"]
 

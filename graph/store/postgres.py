@@ -1,6 +1,6 @@
 """The session store on PostgreSQL, for when one machine is not enough (psycopg 3).
 
-Every operation, validation and typed error is :class:`~graph.store.BaseStore`'s, as for SQLite; this
+Every operation, validation and typed error is :class:`~graph.store.base.BaseStore`'s, as for SQLite; this
 module holds only the persistence primitives. Install with ``pip install 'sessiongraph[postgres]'``
 and open with ``PostgresSessionStore("postgresql://user:pass@host/db")`` or
 :func:`graph.open_store` on the same URL (the command line's ``--db`` and ``$SESSIONGRAPH_DB`` take
@@ -23,7 +23,7 @@ never returns to a revision a cached index saw. Reading a cached index checks th
 ``rev`` (one indexed read, one round trip); when it moved, the session's ``rev`` and the rows
 stamped after the revision the index last saw are read in one snapshot, as one multi-statement
 query: a refresh reads only what changed, in a second round trip. Node rows never change once
-stored, so the rows :meth:`~graph.store.BaseStore.pending` returns are kept per session and a warm
+stored, so the rows :meth:`~graph.store.base.BaseStore.pending` returns are kept per session and a warm
 ``pending()`` with nothing changed costs the revision check alone.
 
 There is no freshness window (answering from the cached index without the check for some
@@ -64,7 +64,7 @@ from graph.search import (
     Term,
     tokens,
 )
-from graph.store import KEEP_ALL, BaseStore, NodeRow, SessionFilter, paused_gc, search_hit
+from graph.store.base import KEEP_ALL, BaseStore, NodeRow, SessionFilter, paused_gc, search_hit
 
 try:
     import psycopg

@@ -10,15 +10,15 @@ and every handle is closed after the test.
 In a test module of the backend's package::
 
     import pytest
-    from graph.testing_contract import *  # noqa: F403  (the fixtures and the tests)
-    from graph.testing_transactions import *  # noqa: F403
+    from graph.testing.contract import *  # noqa: F403  (the fixtures and the tests)
+    from graph.testing.transactions import *  # noqa: F403
 
     @pytest.fixture
     def store_factory(tmp_path):
         return lambda: MyStore(tmp_path / "db")
 
 Parametrize ``store_factory`` to run the suite over several backends. Requires pytest (imported only
-by this module and :mod:`graph.testing_transactions`).
+by this module and :mod:`graph.testing.transactions`).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from graph.models import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 
 __all__ = [
     "REJECTED",
@@ -339,7 +339,7 @@ def test_get_branch_and_unknown_ids(store: BaseStore) -> None:
 def test_to_networkx_is_a_read_only_view(store: BaseStore) -> None:
     """To networkx is a read only view."""
     nx = pytest.importorskip("networkx")
-    from graph.views import to_networkx
+    from graph.networkx_views import to_networkx
 
     sid = build(store, "m1-m2-m3; m2-b1")
     store.mark(sid, ["m1"], "memory", "w")

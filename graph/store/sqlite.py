@@ -54,7 +54,7 @@ from graph.search import (
     fts_query,
     indexed_text,
 )
-from graph.store import (
+from graph.store.base import (
     KEEP_ALL,
     BaseStore,
     NodeRow,
@@ -183,7 +183,7 @@ def _v3_search(db: sqlite_utils.Database) -> None:
 
     ``node_text`` is an FTS5 table (rowid = ``nodes.seq``) holding each node's indexed text (see
     :mod:`graph.search`); ``sessions.runtime`` and ``sessions.project`` hold
-    :func:`graph.store.session_origin` of the metadata, a spawned session taking its parent's when
+    :func:`graph.store.base.session_origin` of the metadata, a spawned session taking its parent's when
     it has none. Both are filled from what the file already stores.
     """
     c = db.conn

@@ -1,15 +1,22 @@
-"""Open a session store from one string: a SQLite file path, ``:memory:``, or a PostgreSQL URL.
+"""The session store: one base class, three backends, and :func:`open_store` to open one.
 
-The command line's ``--db`` and ``$SESSIONGRAPH_DB`` go through :func:`open_store`, so every command
-works against either backend.
+* :mod:`graph.store.base`: :class:`~graph.store.base.BaseStore`, every operation and its validation,
+  written once over a few persistence primitives;
+* :mod:`graph.store.sqlite`: the SQLite store of record; :mod:`graph.store.in_memory`: its in-memory
+  twin; :mod:`graph.store.postgres`: the PostgreSQL store.
+
+:func:`open_store` opens one from a string: a SQLite file path, ``:memory:``, or a PostgreSQL URL.
+The command line's ``--db`` and ``$SESSIONGRAPH_DB`` go through it, so every command works against
+any backend.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from graph.store import BaseStore
+if TYPE_CHECKING:  # an annotation only: is_postgres_url imports no store
+    from graph.store.base import BaseStore
 
 __all__ = ["is_postgres_url", "open_store"]
 
@@ -34,10 +41,10 @@ def open_store(target: str | Path, **options: Any) -> BaseStore:
         ImportError: a PostgreSQL URL without psycopg installed.
     """
     if is_postgres_url(target):
-        from graph.postgres_store import PostgresSessionStore
+        from graph.store.postgres import PostgresSessionStore
 
         return PostgresSessionStore(str(target), **options)
-    from graph.sqlite_store import SessionStore
+    from graph.store.sqlite import SessionStore
 
     path = str(target)
     return SessionStore(path if path == ":memory:" else Path(path).expanduser(), **options)

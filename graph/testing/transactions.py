@@ -1,7 +1,7 @@
 """The transaction contract for any backend: every mutator alone, in transactions and savepoints.
 
 Each mutator runs alone, inside a committed transaction, inside a rolled-back one, and in a nested
-savepoint that rolls back. It uses the ``store`` and ``store_handles`` fixtures of :mod:`graph.testing_contract` (exported here
+savepoint that rolls back. It uses the ``store`` and ``store_handles`` fixtures of :mod:`graph.testing.contract` (exported here
 too), so a backend supplies only the ``store_factory`` fixture; see that module for how. A committed write must be visible to another handle onto the same
 storage, a rolled-back one must leave everything as it was, and the store must stay usable after it.
 """
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from graph.store import BaseStore
-from graph.testing_contract import build, node, snapshot, store, store_handles
+from graph.store.base import BaseStore
+from graph.testing.contract import build, node, snapshot, store, store_handles
 
 __all__ = [
     "MUTATORS",

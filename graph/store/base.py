@@ -2,8 +2,8 @@
 
 Sessions, appends, forks, head moves, rewinds, compaction, spawns, markers and pending.
 :class:`BaseStore` holds the operations and their validation once. Its two persistence twins,
-:class:`graph.sqlite_store.SessionStore` (the SQLite store of record) and
-:class:`graph.memory_store.MemorySessionStore` (plain dicts, for tests and embedding), implement a
+:class:`graph.store.sqlite.SessionStore` (the SQLite store of record) and
+:class:`graph.store.in_memory.MemorySessionStore` (plain dicts, for tests and embedding), implement a
 handful of ``_db_*`` primitives and :meth:`BaseStore.atomic`, and pass one contract suite.
 
 Every public write opens a transaction through :meth:`BaseStore.atomic` (nesting as a savepoint inside

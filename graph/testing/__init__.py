@@ -53,7 +53,7 @@ from graph.cursors import (
 )
 from graph.index import MEMORY_ELIGIBLE
 from graph.models import Content, Kind, Node, Role, ToolCallBlock, ToolResultBlock
-from graph.store import BaseStore
+from graph.store.base import BaseStore
 from graph.walks import walk_pending
 
 __all__ = [
@@ -156,7 +156,7 @@ class Consumer:
     Attributes:
         provider: Its name.
         value: Its marker value (for memory, the workspace id); a reset changes it.
-        cursor: ``"marker"`` (written markers and :meth:`~graph.store.BaseStore.pending`) or
+        cursor: ``"marker"`` (written markers and :meth:`~graph.store.base.BaseStore.pending`) or
             ``"ordinal"`` (an :class:`~graph.cursors.OrdinalCursor` per session).
         oracle: Per session, the ids it recorded as written (the id-set oracle).
         ordinals: Per session, its ordinal cursor (``cursor="ordinal"`` only).

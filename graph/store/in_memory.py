@@ -1,6 +1,6 @@
 """The in-memory twin of the SQLite store: the same operations over plain dicts.
 
-It passes the same contract suite as :class:`graph.sqlite_store.SessionStore` and suits tests and
+It passes the same contract suite as :class:`graph.store.sqlite.SessionStore` and suits tests and
 short-lived embedding. Each write primitive records how to undo itself; a transaction (or a nested
 savepoint) that raises replays its undo records newest first, so every write is all-or-nothing here too,
 at a cost proportional to what the transaction wrote (no copy of the tables). Nothing is shared between
@@ -27,7 +27,7 @@ from graph.search import (
     matches,
     tokens,
 )
-from graph.store import KEEP_ALL, BaseStore, NodeRow, SessionFilter, search_hit
+from graph.store.base import KEEP_ALL, BaseStore, NodeRow, SessionFilter, search_hit
 
 __all__ = ["MemorySessionStore"]
 

@@ -1,6 +1,6 @@
-"""The ``sessiongraph`` console script: answers ``--version`` at once, else runs :mod:`graph.cli`.
+"""The ``sessiongraph`` console script: answers ``--version`` at once, else runs :mod:`graph.cli.commands`.
 
-Kept apart from :mod:`graph.cli` so that printing the version loads neither typer, rich, pydantic
+Kept apart from :mod:`graph.cli.commands` so that printing the version loads neither typer, rich, pydantic
 nor the stores.
 """
 
@@ -27,6 +27,6 @@ def main() -> None:
     if sys.argv[1:] == ["--version"]:
         print(f"sessiongraph {version()}")
         return
-    from graph.cli import main as run
+    from graph.cli.commands import main as run
 
     run()

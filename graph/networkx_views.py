@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import networkx as nx
 
 if TYPE_CHECKING:
-    from graph.store import BaseStore
+    from graph.store.base import BaseStore
 
 __all__ = ["to_networkx"]
 

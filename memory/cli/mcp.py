@@ -32,7 +32,7 @@ from urllib.parse import parse_qs
 
 import typer
 
-from graph.cli import open_store
+from graph.cli.commands import open_store
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
@@ -128,8 +128,8 @@ def mcp_command(
     from rich.markup import escape
 
     from graph.importers import default_locations
+    from memory.cli.memory import default_workspace
     from memory.mcp_server import build_server
-    from memory.memory_cli import default_workspace
     from memory.workspace import MemoryWorkspace
 
     err = Console(stderr=True)

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
     from graph.ids import NodeId
     from graph.models import Node, SearchHit, Session, ToolCallBlock
-    from graph.store import BaseStore
+    from graph.store.base import BaseStore
 
 __all__ = [
     "app",
@@ -99,11 +99,11 @@ def _expand(path: str | Path) -> Path:
 def default_db() -> Path | str:
     """Return the store used without ``--db``: ``$SESSIONGRAPH_DB`` (``~`` expanded) or the user data dir.
 
-    Either names a SQLite file or a ``postgresql://`` URL (see :func:`graph.backends.open_store`).
+    Either names a SQLite file or a ``postgresql://`` URL (see :func:`graph.store.open_store`).
     """
     env = os.environ.get("SESSIONGRAPH_DB")
     if env:
-        from graph.backends import is_postgres_url
+        from graph.store import is_postgres_url
 
         return env if is_postgres_url(env) else _expand(env)
     import platformdirs
@@ -112,7 +112,7 @@ def default_db() -> Path | str:
 
 
 def _show_version(value: bool) -> None:
-    from graph.launch import version
+    from graph.cli.launch import version
 
     if value:
         print(f"sessiongraph {version()}")
@@ -144,7 +144,7 @@ def _root(
     ] = False,
 ) -> None:
     settings.quiet = quiet
-    from graph.backends import is_postgres_url
+    from graph.store import is_postgres_url
 
     target = (db if is_postgres_url(db) else _expand(db)) if db else default_db()
     ctx.obj = {"db": target, "db_arg": db}
@@ -157,9 +157,9 @@ def open_store(ctx: typer.Context | None) -> BaseStore:
         CommandLineError: the file or its folder cannot be created or opened, or the database
             cannot be reached.
     """
-    from graph.backends import is_postgres_url
-    from graph.backends import open_store as open_target
     from graph.errors import StoreError
+    from graph.store import is_postgres_url
+    from graph.store import open_store as open_target
 
     target = ctx.obj["db"] if ctx and ctx.obj else default_db()
     if is_postgres_url(target):
@@ -799,7 +799,7 @@ def _register_commands(args: list[str]) -> None:
         return
     from importlib.metadata import entry_points
 
-    from graph.importers.cli import register  # imports this module: registered here, not at import
+    from graph.cli.importing import register  # imports this module: registered here, not at import
 
     register(app)
     for ep in entry_points(group="sessiongraph.cli"):

@@ -1,0 +1,11 @@
+"""The ``sessiongraph`` command line.
+
+* :mod:`graph.cli.launch`: the console script; answers ``--version`` before importing anything heavy;
+* :mod:`graph.cli.commands`: the typer application and the graph's own commands;
+* :mod:`graph.cli.importing`: ``import`` and ``export``.
+
+Other packages add commands through the ``sessiongraph.cli`` entry-point group. This package imports
+nothing itself, so that starting the console script stays cheap.
+"""
+
+__all__: list[str] = []
