@@ -1,7 +1,7 @@
 r"""Edited Markdown topic files back into record changes, through the writer's transaction.
 
 A person corrects memory by editing the rendered topic files (``views/topics/<topic>.md``, grammar in
-:mod:`memory.views`) in a staging directory; :func:`parse_topic` reads one file back into a
+:mod:`memory.topic_files`) in a staging directory; :func:`parse_topic` reads one file back into a
 :class:`~memory.changes.RewriteTopic` and :func:`apply_edits` applies every changed file through
 :meth:`MemoryWorkspace.apply <memory.workspace.MemoryWorkspace.apply>`, the same validated transaction a
 writer's changes go through. An edit that cannot be read, or that the transaction refuses, raises
@@ -31,64 +31,25 @@ save with nothing to cite (its snippet must not be empty).
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
 
 from memory import caps
-from memory.changes import ChangeSet, RewriteTopic, SourceRef, TopicRecord
+from memory.changes import ChangeSet, RewriteTopic
 from memory.errors import MemoryLayerError, RejectedError, Rejection
 from memory.records import CORE_TOPIC
 from memory.secrets import scan
+from memory.topic_files import EditError, ParsedTopic, parse_topic
 from memory.transactions import State, plan
 from memory.workspace import MemoryWorkspace
 
 __all__ = [
     "EditError",
     "EditFolderError",
-    "ParsedTopic",
     "apply_edits",
     "edited_changes",
-    "parse_topic",
     "stage_topics",
 ]
-
-_ANCHOR = re.compile(r" \^([A-Za-z0-9-]+)$")
-_REF = re.compile(r" \[\^([^\]\s]+)\]$")
-_FOOTNOTE = re.compile(
-    r'^\[\^([^\]\s]+)\]: \[((?:\\.|[^\\\]])*)\]\(source:(\S*) ("(?:\\.|[^"\\])*")\)$'
-)
-_META = re.compile(r"^<!-- record (\{.*\}) -->$")
-_HEADING = re.compile(r"^(#{2,}) (.+)$")
-
-
-class EditError(MemoryLayerError, ValueError):
-    """An edited topic file was refused; the workspace was left exactly as it was.
-
-    Attributes:
-        path: The file at fault (as given to the parser).
-        line: The 1-based line at fault.
-        reason: The :class:`~memory.errors.Rejection` code.
-        detail: What is wrong and how to fix it (never a secret's value).
-        record_id: The record at fault, when one is.
-    """
-
-    def __init__(
-        self,
-        path: str,
-        line: int,
-        reason: Rejection,
-        detail: str,
-        *,
-        record_id: str | None = None,
-    ) -> None:
-        super().__init__(f"{path}:{line}: {reason.value}: {detail}")
-        self.path = path
-        self.line = line
-        self.reason = reason
-        self.detail = detail
-        self.record_id = record_id
 
 
 class EditFolderError(MemoryLayerError, ValueError):
@@ -132,299 +93,6 @@ def _check_folder(root: Path) -> None:
             "holds no topic files (topics/**/*.md); write them with 'sessiongraph memory export -o "
             f"{root}' and edit them there",
         )
-
-
-@dataclass
-class _Block:
-    """One record being read: its lines, and where each part of it is in the file."""
-
-    first: int
-    headings: tuple[str, ...]
-    heading_lines: tuple[int, ...]
-    meta: dict[str, object] = field(default_factory=dict)
-    meta_line: int = 0
-    lines: list[tuple[int, str]] = field(default_factory=list)
-    record_id: str | None = None
-    refs: list[str] = field(default_factory=list)
-    closed: bool = False
-
-
-@dataclass(frozen=True)
-class ParsedTopic:
-    """One edited topic file read back, with the lines of each record's parts (for error reports)."""
-
-    path: str
-    """The file, as given."""
-    change: RewriteTopic
-    """The topic's complete new list of records."""
-    record_lines: tuple[int, ...]
-    """Per record (in ``change.records`` order): the line of its anchor (or last line, when new)."""
-    content_lines: tuple[tuple[int, ...], ...]
-    """Per record: the line of each of its content lines."""
-    meta_lines: tuple[int, ...]
-    """Per record: the line of its ``<!-- record -->`` comment, or its anchor line when it has none."""
-    footnote_lines: tuple[tuple[int, ...], ...]
-    """Per record: the line of each citation's footnote, in citation order."""
-    heading_lines: tuple[tuple[int, ...], ...]
-    """Per record: the line of each heading of its heading path."""
-
-    def line_of(self, record_id: str) -> int | None:
-        """The anchor line of an existing record in this file, or None."""
-        for rec, line in zip(self.change.records, self.record_lines, strict=True):
-            if rec.memory_id == record_id:
-                return line
-        return None
-
-
-def _unescape_label(label: str) -> str:
-    return re.sub(r"\\(.)", r"\1", label)
-
-
-def parse_topic(text: str, path: str, topic: str) -> ParsedTopic:
-    """Read an edited topic file (the grammar of :mod:`memory.views`) into a ``rewrite_topic``.
-
-    Reading checks the form only; whether the records, sources and ids exist is checked by
-    :func:`edited_changes` and the transaction.
-
-    Args:
-        text: The file's text.
-        path: The file's name for error messages.
-        topic: The topic path the file must hold (from its place under ``topics/``).
-
-    Returns:
-        The parsed topic.
-
-    Raises:
-        EditError: ``MALFORMED`` at the line that breaks the grammar (a first line other than
-            ``# <topic>``, a mangled footnote or record comment, text after a record's anchor, a
-            footnote reference without a definition or a definition without a reference, a new
-            record without citations).
-    """
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    if not lines or lines[0] != f"# {topic}":
-        raise EditError(
-            path, 1, Rejection.MALFORMED, f"the first line must be '# {topic}' (the topic path)"
-        )
-    blocks: list[_Block] = []
-    notes: dict[str, tuple[int, SourceRef]] = {}
-    headings: list[str] = []
-    heading_lines: list[int] = []
-    block: _Block | None = None
-    for no, line in enumerate(lines[1:], 2):
-        if not line.strip():
-            if block is not None:
-                _close(block, path)
-            block = None
-            continue
-        if line.startswith("[^"):
-            m = _FOOTNOTE.match(line)
-            if m is None:
-                raise EditError(
-                    path,
-                    no,
-                    Rejection.MALFORMED,
-                    "a footnote line must read [^<ref>]: [<label>](source:<source-id> "
-                    '"<snippet as a JSON string>"); escape a content line starting with [^ as \\[^',
-                )
-            ref, label, source, title = m.groups()
-            try:
-                snippet = json.loads(title)
-            except ValueError:
-                raise EditError(
-                    path, no, Rejection.MALFORMED, "the footnote's snippet is not a JSON string"
-                ) from None
-            if ref in notes:
-                raise EditError(
-                    path, no, Rejection.MALFORMED, f"footnote [^{ref}] is defined twice"
-                )
-            notes[ref] = (
-                no,
-                SourceRef(source=source, label=_unescape_label(label), snippet=snippet),
-            )
-            continue
-        if block is not None and block.closed:
-            raise EditError(
-                path,
-                no,
-                Rejection.MALFORMED,
-                f"text after the anchor ^{block.record_id} of the record ending on line "
-                f"{block.lines[-1][0]}; end the record's last line with its anchor, or leave a "
-                "blank line before a new record",
-                record_id=block.record_id,
-            )
-        if line.startswith("#"):
-            m = _HEADING.match(line)
-            if m is None:
-                raise EditError(
-                    path,
-                    no,
-                    Rejection.MALFORMED,
-                    "a heading is '## text' (one '#' more per level); escape a content line "
-                    "starting with # as \\#",
-                )
-            if block is not None and block.lines:
-                raise EditError(
-                    path, no, Rejection.MALFORMED, "a heading in the middle of a record"
-                )
-            depth = len(m.group(1)) - 1
-            if depth > len(headings) + 1:
-                raise EditError(
-                    path,
-                    no,
-                    Rejection.MALFORMED,
-                    f"heading level {depth + 1} follows level {len(headings) + 1}; skip no level",
-                )
-            del headings[depth - 1 :], heading_lines[depth - 1 :]
-            headings.append(m.group(2))
-            heading_lines.append(no)
-            block = None
-            continue
-        if block is None:
-            block = _Block(no, tuple(headings), tuple(heading_lines))
-            blocks.append(block)
-        if line.startswith("<!--"):
-            m = _META.match(line)
-            if m is None or block.lines or block.meta_line:
-                raise EditError(
-                    path,
-                    no,
-                    Rejection.MALFORMED,
-                    'a record comment reads <!-- record {"tags": [...], "time": "..."} --> '
-                    "on the line before the record's first content line; escape a content line "
-                    "starting with <!-- as \\<!--",
-                )
-            try:
-                meta = json.loads(m.group(1))
-            except ValueError:
-                meta = None
-            if not isinstance(meta, dict) or not set(meta) <= {"tags", "time"}:
-                raise EditError(
-                    path,
-                    no,
-                    Rejection.MALFORMED,
-                    'the record comment must hold a JSON object with "tags" and/or "time"',
-                )
-            block.meta, block.meta_line = meta, no
-            continue
-        if line.startswith("\\"):
-            line = line[1:]
-        a = _ANCHOR.search(line)
-        if a is not None:
-            block.record_id = a.group(1)
-            line = line[: a.start()]
-            while (r := _REF.search(line)) is not None:
-                block.refs.insert(0, r.group(1))
-                line = line[: r.start()]
-            block.closed = True
-        block.lines.append((no, line))
-    if block is not None:
-        _close(block, path)
-    return _assemble(path, topic, blocks, notes)
-
-
-def _close(block: _Block, path: str) -> None:
-    if block.closed:
-        return
-    if not block.lines:
-        raise EditError(
-            path, block.first, Rejection.MALFORMED, "a record comment without a record below it"
-        )
-    # A new record: its footnote references end its last line, with no anchor.
-    no, line = block.lines[-1]
-    while (r := _REF.search(line)) is not None:
-        block.refs.insert(0, r.group(1))
-        line = line[: r.start()]
-    block.lines[-1] = (no, line)
-    if not block.refs:
-        raise EditError(
-            path,
-            no,
-            Rejection.MALFORMED,
-            "this block has no record anchor (^<record-id>) and no citations: an existing record "
-            "keeps its anchor at the end of its last line, and a new record ends its last line with "
-            "footnote references [^ref] defined below",
-        )
-    block.closed = True
-
-
-def _assemble(
-    path: str, topic: str, blocks: list[_Block], notes: Mapping[str, tuple[int, SourceRef]]
-) -> ParsedTopic:
-    used: dict[str, int] = {}
-    records: list[TopicRecord] = []
-    rec_lines: list[int] = []
-    content_lines: list[tuple[int, ...]] = []
-    meta_lines: list[int] = []
-    note_lines: list[tuple[int, ...]] = []
-    head_lines: list[tuple[int, ...]] = []
-    for b in blocks:
-        last = b.lines[-1][0]
-        sources: list[SourceRef] = []
-        lines_of_notes: list[int] = []
-        for ref in b.refs:
-            if ref not in notes:
-                raise EditError(
-                    path,
-                    last,
-                    Rejection.MALFORMED,
-                    f"footnote reference [^{ref}] has no definition '[^{ref}]: ...' below the records",
-                    record_id=b.record_id,
-                )
-            if ref in used:
-                raise EditError(
-                    path,
-                    last,
-                    Rejection.MALFORMED,
-                    f"footnote [^{ref}] is referenced twice (lines {used[ref]} and {last})",
-                    record_id=b.record_id,
-                )
-            used[ref] = last
-            line, src = notes[ref]
-            sources.append(src)
-            lines_of_notes.append(line)
-        tags = b.meta.get("tags", [])
-        time = b.meta.get("time")
-        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-            raise EditError(
-                path, b.meta_line, Rejection.MALFORMED, '"tags" must be a list of strings'
-            )
-        if time is not None and not isinstance(time, str):
-            raise EditError(path, b.meta_line, Rejection.MALFORMED, '"time" must be a string')
-        records.append(
-            TopicRecord(
-                memory_id=b.record_id,
-                headings=b.headings,
-                content="\n".join(text for _, text in b.lines),
-                sources=tuple(sources),
-                tags=tuple(tags),
-                time=time,
-            )
-        )
-        rec_lines.append(last)
-        content_lines.append(tuple(n for n, _ in b.lines))
-        meta_lines.append(b.meta_line or b.first)
-        note_lines.append(tuple(lines_of_notes))
-        head_lines.append(b.heading_lines)
-    for ref, (line, _) in notes.items():
-        if ref not in used:
-            raise EditError(
-                path,
-                line,
-                Rejection.MALFORMED,
-                f"footnote [^{ref}] is defined but no record references it; remove it, or add "
-                f"[^{ref}] before the anchor of the record it supports",
-            )
-    return ParsedTopic(
-        path,
-        RewriteTopic(topic_path=topic, records=tuple(records)),
-        tuple(rec_lines),
-        tuple(content_lines),
-        tuple(meta_lines),
-        tuple(note_lines),
-        tuple(head_lines),
-    )
 
 
 def stage_topics(ws: MemoryWorkspace, directory: str | Path) -> list[Path]:

@@ -1,6 +1,6 @@
 r"""Reading view of memory Markdown: topic files and the core block as safe HTML.
 
-The topic files (grammar in :mod:`memory.views`) use Obsidian-flavoured Markdown; the reading view
+The topic files (grammar in :mod:`memory.topic_files`) use Obsidian-flavoured Markdown; the reading view
 (the Memory page's preview) renders CommonMark through markdown-it with these additions:
 
 * named footnotes ``[^id]`` become sequential superscripts ``[1]``, ``[2]``, ... in the order they are

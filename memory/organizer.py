@@ -46,8 +46,8 @@ from memory.changes import (
 from memory.database import WorkspaceDatabase
 from memory.errors import RejectedError, Rejection, WriterUnavailableError
 from memory.records import CORE_TOPIC, LINK_RE, Record
+from memory.topic_files import render_core, render_topic
 from memory.transactions import Plan, State
-from memory.views import render_core, render_topic
 from memory.workspace import MemoryWorkspace, approx_tokens
 
 __all__ = [

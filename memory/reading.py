@@ -200,7 +200,7 @@ def search_page(
 def export_markdown(ws: MemoryWorkspace, directory: str | Path) -> list[Path]:
     """Write the workspace's Markdown views (``topics/**/*.md``, ``core.md``, ``views.json``).
 
-    The files are rendered from the database now (the grammar is in :mod:`memory.views`); a directory
+    The files are rendered from the database now (the grammar is in :mod:`memory.topic_files`); a directory
     written here can be edited and applied back with :func:`memory.editing.apply_edits` as long as the
     workspace has not changed since.
 

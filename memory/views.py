@@ -13,43 +13,7 @@ directory under ``<workspace>/.views/``)::
     views/topics/<topic>.md      one file per topic with at least one record; <topic> is the topic
                                  path, so ``sessions/abc`` is ``topics/sessions/abc.md``
 
-Topic file grammar (lines; ``\n`` line ends; UTF-8; the file ends with one newline)::
-
-    file      := "# " topic-path "\n" { "\n" block } [ "\n" footnotes ]
-    block     := { heading "\n" } [ meta "\n" ] content-lines
-    heading   := "#"{k+1} " " text        k = 1.. the depth in the heading path (``##`` is depth 1)
-    meta      := "<!-- record " json-object " -->"
-    content-lines := line { "\n" line } " " refs " ^" record-id "\n"
-    refs      := "[^" record-id "-" n "]" { " [^" record-id "-" n "]" }     n = 1, 2, ... in order
-    footnotes := { "[^" record-id "-" n "]: [" label "](source:" source-id " " json-string ")\n" }
-
-* Blocks appear in position order. Before a block come the headings of its heading path from the
-  first depth at which that path differs from the previous block's (so a block whose path is a
-  prefix of the previous one's repeats its whole path). A parser keeps a current heading path: a
-  ``#{k+1}`` line sets depth ``k`` and drops every deeper heading. The blocks of the file in order,
-  each with the heading path current at it, are the topic's records.
-* ``meta`` is present only when the record has tags or a time: a JSON object with the keys ``tags``
-  (list of strings) and/or ``time`` (string); every ``>`` inside it is written ``\u003e`` so the
-  comment cannot close early.
-* A record's content is its lines verbatim, except that a line starting with ``#``, ``[^``, ``<!--``
-  or ``\`` gets one ``\`` prepended (a parser removes one leading ``\`` from every content line that
-  has one). Content never holds a blank line (transactions refuse it). The last content line ends
-  with a space, the record's citation references in order, a space, ``^`` and the record id (an
-  Obsidian block anchor); a parser strips `` ^<id>`` and then the `` [^<id>-<n>]`` references from
-  the end of that line.
-* Footnotes follow the last block, one per citation, grouped by record in block order. ``label`` has
-  ``\``, ``[`` and ``]`` escaped with a ``\``; the link target ``source:<source-id>`` carries the
-  source's identity (the label is display text only, never the identity); the link title is the
-  snippet as a JSON string literal (``json.loads`` recovers it exactly). A bare snippet citation (a
-  person's own save with no source) has an empty id: ``(source: "the snippet")``.
-* ``[[topic#^record-id]]`` inside content is a link to another record and is left as written.
-
-``core.md`` is the injected core block, rendered from the ``core`` topic: ``# Core memory``, then each
-record's content as one paragraph in position order while the running token count (the workspace's
-counter) stays within the budget; records that do not fit are left out (they stay in
-``topics/core.md`` and in search) and listed in a final ``<!-- left out: id, id -->`` comment and in
-``views.json``. The budget never rejects a write. ``core.md`` carries no ids or footnotes and is not
-parsed back: edit ``topics/core.md`` instead.
+The topic files' grammar, their renderer and their parser are in :mod:`memory.topic_files`.
 """
 
 from __future__ import annotations
@@ -58,146 +22,20 @@ import json
 import os
 import shutil
 import stat
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from memory.records import CORE_TOPIC, Citation, Record
+from memory.records import CORE_TOPIC, Record
+from memory.topic_files import render_core, render_topic
 from memory.transactions import State
 
 __all__ = [
-    "CoreBlock",
     "ViewsRender",
     "forget_rendering",
-    "render_core",
-    "render_topic",
     "render_views_dir",
     "render_workspace_views",
 ]
-
-_ESCAPED_STARTS = ("#", "[^", "<!--", "\\")
-
-
-class CoreBlock:
-    """The rendered ``core.md`` and the ids of the records left out of it."""
-
-    __slots__ = ("left_out", "text", "tokens")
-
-    def __init__(self, text: str, tokens: int, left_out: tuple[str, ...]) -> None:
-        self.text = text
-        """The file's text."""
-        self.tokens = tokens
-        """Tokens of the records rendered (by the workspace's counter)."""
-        self.left_out = left_out
-        """Ids of the core records that did not fit, in position order."""
-
-
-def _line(line: str) -> str:
-    return "\\" + line if line.startswith(_ESCAPED_STARTS) else line
-
-
-def _label(label: str) -> str:
-    return label.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
-
-
-def _footnote(record_id: str, n: int, c: Citation) -> str:
-    title = json.dumps(c.snippet, ensure_ascii=False)
-    return f"[^{record_id}-{n}]: [{_label(c.label)}](source:{c.source} {title})"
-
-
-_RENDERED: dict[str, tuple[Record, tuple[str, tuple[str, ...]]]] = {}
-_RENDERED_MAX = 1 << 17
-
-
-def _record_text(rec: Record) -> tuple[str, tuple[str, ...]]:
-    """A record's block below its headings (meta line, content lines) and its footnotes.
-
-    Kept by record id while the record is the same object or an equal one (records are immutable):
-    a write that appends to a large topic renders the new records and reuses the others' text.
-    """
-    hit = _RENDERED.get(rec.id)
-    if hit is not None and (hit[0] is rec or hit[0] == rec):
-        return hit[1]
-    if len(_RENDERED) >= _RENDERED_MAX:
-        _RENDERED.clear()
-    out = _render_record(rec)
-    _RENDERED[rec.id] = (rec, out)
-    return out
-
-
-def _render_record(rec: Record) -> tuple[str, tuple[str, ...]]:
-    block: list[str] = []
-    meta: dict[str, object] = {}
-    if rec.tags:
-        meta["tags"] = list(rec.tags)
-    if rec.time is not None:
-        meta["time"] = rec.time
-    if meta:
-        body = json.dumps(meta, ensure_ascii=False).replace(">", "\\u003e")
-        block.append(f"<!-- record {body} -->")
-    lines = [_line(x) for x in rec.content.split("\n")]
-    refs = " ".join(f"[^{rec.id}-{n}]" for n in range(1, len(rec.citations) + 1))
-    lines[-1] = f"{lines[-1]} {refs} ^{rec.id}" if refs else f"{lines[-1]} ^{rec.id}"
-    block.extend(lines)
-    notes = tuple(_footnote(rec.id, n, c) for n, c in enumerate(rec.citations, 1))
-    return "\n".join(block) + "\n", notes
-
-
-def render_topic(topic: str, records: Iterable[Record]) -> str:
-    """Render one topic file (the grammar is in the module docstring).
-
-    Args:
-        topic: The topic path.
-        records: Its records in position order.
-
-    Returns:
-        The file's text, ending with one newline.
-    """
-    out = [f"# {topic}\n"]
-    notes: list[str] = []
-    previous: tuple[str, ...] = ()
-    first = True
-    for rec in records:
-        path = rec.headings
-        body, footnotes = _record_text(rec)
-        if first or path != previous:
-            same = 0
-            while same < min(len(path), len(previous)) and path[same] == previous[same]:
-                same += 1
-            if same == len(path) and len(path) < len(previous):
-                same = 0  # back to a parent section: repeat its whole path
-            heads = "".join("#" * (k + 2) + " " + path[k] + "\n" for k in range(same, len(path)))
-            out.append("\n" + heads + body)
-        else:
-            out.append("\n" + body)
-        previous, first = path, False
-        notes.extend(footnotes)
-    if notes:
-        out.append("\n" + "\n".join(notes) + "\n")
-    return "".join(out)
-
-
-def render_core(
-    records: Iterable[Record], budget: int, count_tokens: Callable[[str], int]
-) -> CoreBlock:
-    """Render ``core.md`` from the core topic's records within ``budget`` tokens.
-
-    Records are taken in position order until the next one would exceed the budget; it and every
-    later record are left out (put what must stay first: that is an ordinary edit of the topic).
-    """
-    parts = ["# Core memory\n"]
-    used = 0
-    left_out: list[str] = []
-    for rec in records:
-        cost = count_tokens(rec.content)
-        if left_out or used + cost > budget:
-            left_out.append(rec.id)
-            continue
-        used += cost
-        parts.append("\n" + rec.content + "\n")
-    if left_out:
-        parts.append(f"\n<!-- left out: {', '.join(left_out)} -->\n")
-    return CoreBlock("".join(parts), used, tuple(left_out))
 
 
 def render_views_dir(

@@ -19,10 +19,9 @@ import pytest
 from graph import MemorySessionStore, Role, SessionStore
 from graph.importers import import_file
 from memory import ChangeSet, MemoryWorkspace, WritePipeline
-from memory.editing import parse_topic
 from memory.pipeline import FailureReason
 from memory.records import Record
-from memory.views import render_topic
+from memory.topic_files import parse_topic, render_topic
 from memory.writers import (
     DigestWriter,
     ModelWriter,

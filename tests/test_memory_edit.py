@@ -9,9 +9,9 @@ import pytest
 
 from graph import MemorySessionStore, Role
 from memory import MemoryWorkspace, Rejection, WritePipeline
-from memory.editing import EditError, apply_edits, parse_topic, stage_topics
+from memory.editing import EditError, apply_edits, stage_topics
 from memory.records import Citation, Record
-from memory.views import render_topic
+from memory.topic_files import parse_topic, render_topic
 
 QUESTIONS = ["configure the zebra parser", "rotate the nightly backups", "pin the numpy version"]
 ANSWERS = ["pass --fast to it", "use the cron job at 02:00", "numpy stays below 2.0"]

@@ -381,7 +381,7 @@ def routes(handle: MemoryHandle, store: BaseStore, memo: Memo | None = None) -> 
         records = handle.ws.records(path)
         if not records:
             raise ApiError(404, "UNKNOWN_TOPIC", f"no topic {path}")
-        from memory.views import render_topic
+        from memory.topic_files import render_topic
 
         text = render_topic(path, records)
         return json_response(

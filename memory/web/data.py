@@ -19,11 +19,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memory.changes import ChangeSet
-from memory.editing import parse_topic
 from memory.errors import MemoryLayerError
 from memory.reading import RecordView, record_views
 from memory.records import CORE_TOPIC, Record
-from memory.views import render_core, render_topic
+from memory.topic_files import parse_topic, render_core, render_topic
 from memory.workspace import MemoryWorkspace
 
 __all__ = [

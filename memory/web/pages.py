@@ -30,7 +30,7 @@ from starlette.routing import BaseRoute, Route
 from graph.server.app import render
 from memory.markdown import render_markdown
 from memory.records import CORE_TOPIC, Record
-from memory.views import render_topic
+from memory.topic_files import render_topic
 from memory.web.api import MemoryHandle
 from memory.web.data import core_state, recent, records_data, timeline, topic_tree
 
