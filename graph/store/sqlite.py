@@ -715,6 +715,39 @@ class SessionStore(BaseStore):
                 raise UnknownNodeError(start, session_id)
         return None
 
+    def _db_walk_back(self, session_id: str, head: str | None) -> Iterator[tuple[str, bool]]:
+        """Walk the stored rows back from the head in a recursive query read row by row."""
+        return self._walk_back(session_id, head)
+
+    def _walk_back(self, session_id: str, head: str | None) -> Iterator[tuple[str, bool]]:
+        with _translated():
+            row = self.conn.execute(
+                "SELECT head FROM sessions WHERE id=?", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise UnknownSessionError(session_id)
+            start = row[0] if head is None else head
+            if start is None:
+                return
+            rows = self.conn.execute(
+                "WITH RECURSIVE up(id, predecessor, bits) AS ("
+                " SELECT id, predecessor, bits FROM nodes WHERE id=? AND session_id=?"
+                " UNION ALL"
+                " SELECT n.id, n.predecessor, n.bits FROM nodes n JOIN up ON n.id = up.predecessor)"
+                " SELECT id, bits, EXISTS (SELECT 1 FROM rewound r WHERE r.node_id = up.id) FROM up",
+                (start, session_id),
+            )
+            try:
+                found = False
+                for nid, bits, rewound in rows:
+                    found = True
+                    if not rewound:
+                        yield nid, kind_of_bits(bits) is Kind.MESSAGE
+                if not found:
+                    raise UnknownNodeError(start, session_id)
+            finally:
+                rows.close()
+
     def _db_pending_walk(
         self, session_id: str, head: str | None, provider: str, value: str, eligible: Eligible
     ) -> SessionIndex | None:
