@@ -141,6 +141,13 @@ def test_read_and_latest_build_no_session_index(
     rows = [ln.replace("│", " ").split()[:2] for ln in r.output.splitlines() if "│ m" in ln]
     assert rows == [["-3", "m38"], ["-2", "m39"], ["-1", "m40"]]
     assert "older: --before m38" in r.output
+    r = CliRunner().invoke(
+        app, ["--db", str(db), "read", sid, "-n", "2", "--before", "m38"], env=env
+    )
+    assert r.exit_code == 0, r.output
+    rows = [ln.replace("│", " ").split()[:2] for ln in r.output.splitlines() if "│ m" in ln]
+    assert rows == [["-5", "m36"], ["-4", "m37"]]
+    assert "older: --before m36" in r.output
     r = CliRunner().invoke(app, ["--db", str(db), "read", sid, "-n", "3", "--json"], env=env)
     assert r.exit_code == 0, r.output
     assert '"total": null' in r.output and '"older_omitted": true' in r.output

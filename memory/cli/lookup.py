@@ -206,9 +206,9 @@ def read(
 
     store = _store(ctx)
     sid = resolve_session(store, session).id
-    window = read_transcript(
-        store, sid, count, resolve_node(store, sid, before) if before else None
-    )
+    if before is not None and store.locate([before]).get(before) != sid:
+        before = resolve_node(store, sid, before)  # a prefix or suffix: matched among all nodes
+    window = read_transcript(store, sid, count, before)
     if json:
         _dump(window_json(window))
         return
@@ -245,9 +245,9 @@ def read(
     console.print(table)
     console.print(markup(window.note))
     if window.next_before:
-        console.print(
-            f"older: --before {markup(names.get(window.next_before, window.next_before))}"
-        )
+        # The whole id: paging back with it walks from the head, as this read did; a short form
+        # is accepted too but is matched among every node of the session first.
+        console.print(f"older: --before {markup(window.next_before)}")
 
 
 def latest(ctx: typer.Context, session: _SESSION, json: _JSON = False) -> None:
