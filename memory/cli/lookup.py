@@ -206,7 +206,7 @@ def read(
 
     store = _store(ctx)
     sid = resolve_session(store, session).id
-    if before is not None and store.locate([before]).get(before) != sid:
+    if before is not None and sid not in store.locate([before]).values():
         before = resolve_node(store, sid, before)  # a prefix or suffix: matched among all nodes
     window = read_transcript(store, sid, count, before)
     if json:
