@@ -35,6 +35,7 @@ import bench_memory_write  # noqa: E402
 import bench_peer  # noqa: E402
 import bench_pending  # noqa: E402
 import bench_postgres  # noqa: E402
+import bench_read  # noqa: E402
 import bench_search  # noqa: E402
 import bench_serve  # noqa: E402
 import crash_memory_write  # noqa: E402
@@ -84,6 +85,7 @@ SCRIPTS: dict[str, Callable[[list[str]], dict[str, Any]]] = {
     "peer": bench_peer.main,
     "cli_start": bench_cli_start.main,
     "search": bench_search.main,
+    "read": bench_read.main,
     "serve": bench_serve.main,
     "langgraph_saver": bench_langgraph_saver.main,
     "memory_write": bench_memory_write.main,

@@ -28,6 +28,7 @@ from memory.errors import SearchIndexMissingError, WorkspaceStoreError
 from memory.schema import (
     FTS_TABLE,
     SCHEMA_VERSION,
+    SQLITE_SEARCH_INDEX,
     check_version,
     split_statements,
     sqlite_migrations,
@@ -305,10 +306,7 @@ class SqliteWorkspaceDatabase(WorkspaceDatabase):
     @override
     def ensure_search_index(self) -> None:
         try:
-            self.conn.execute(
-                f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING fts5"
-                "(content, tags, headings, topic, tokenize = 'unicode61 remove_diacritics 2')"
-            )
+            self.conn.execute(SQLITE_SEARCH_INDEX)
         except sqlite3.OperationalError as e:
             raise SearchIndexMissingError(FTS_TABLE, f"FTS5 is not available: {e}") from e
         indexed = self.one(f"SELECT count(*) FROM {FTS_TABLE}")

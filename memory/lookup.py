@@ -7,7 +7,8 @@ saved sessions themselves, looked up on demand. Each action is a thin, read-only
 * :func:`recent_sessions` lists at most :data:`~memory.caps.LOOKUP_MAX_SESSIONS` (30) sessions, most
   recently updated first;
 * :func:`read_transcript` returns a window of at most :data:`~memory.caps.LOOKUP_MAX_MESSAGES` (30)
-  messages, :data:`~memory.caps.LOOKUP_DEFAULT_MESSAGES` (10) by default, with the total and a plain
+  messages, :data:`~memory.caps.LOOKUP_DEFAULT_MESSAGES` (10) by default, with the total (None when a
+  fresh process read the window back from the head without counting the older messages) and a plain
   sentence saying when older messages were not returned, so an agent reports that instead of guessing.
 
 A session's *transcript* is the messages (nodes of kind ``message``, every role) on the branch of its
@@ -25,11 +26,10 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from graph.errors import NotOnBranchError, UnknownNodeError
 from graph.ids import NodeId, SessionId
 from graph.index import IndexView
 from graph.models import Node
-from graph.store.base import BaseStore
+from graph.store.base import BaseStore, MessageTail
 from graph.walks import branch_ids, live_tips
 from memory.caps import LOOKUP_DEFAULT_MESSAGES, LOOKUP_MAX_MESSAGES, LOOKUP_MAX_SESSIONS
 
@@ -79,17 +79,18 @@ class TranscriptWindow(BaseModel):
     """The head whose branch was read."""
     messages: tuple[Node, ...]
     """The messages returned, oldest first: the newest ``count`` before ``before`` (or the head)."""
-    total: int
-    """Every message on the head's branch."""
+    total: int | None
+    """Every message on the head's branch; None when they were not counted (the window was read back
+    from the head and older messages exist: a fresh process reading a long session)."""
     returned: int
     """How many messages were returned (``len(messages)``)."""
     count: int
     """The window size used, after clamping to 1..30."""
     requested: int | None
     """The count the caller asked for (None when it did not say)."""
-    older: int
+    older: int | None
     """Messages older than the window that were not returned; the first message returned is number
-    ``older + 1`` of ``total``."""
+    ``older + 1`` of ``total``. None: at least one older message exists, not counted."""
     newer: int
     """Messages newer than the window that were not returned (only when ``before`` was given)."""
     before: NodeId | None
@@ -100,12 +101,12 @@ class TranscriptWindow(BaseModel):
     @property
     def older_omitted(self) -> bool:
         """Whether older messages exist that this window did not return."""
-        return self.older > 0
+        return self.older is None or self.older > 0
 
     @property
     def next_before(self) -> NodeId | None:
         """The id to pass as ``before`` to read the older messages, or None when there are none."""
-        return self.messages[0].id if self.older and self.messages else None
+        return self.messages[0].id if self.older_omitted and self.messages else None
 
 
 def clamp_count(count: int | None) -> int:
@@ -163,7 +164,9 @@ def open_session(store: BaseStore, session_id: str) -> SessionInfo:
     return _info(store, session_id)
 
 
-def _note(total: int, returned: int, older: int, newer: int, before: str | None) -> str:
+def _note(
+    total: int | None, returned: int, older: int | None, newer: int, before: str | None
+) -> str:
     if total == 0:
         return "The session has no messages."
     after = (
@@ -174,13 +177,20 @@ def _note(total: int, returned: int, older: int, newer: int, before: str | None)
     )
     if returned == 0:
         return f"No messages precede node {before}." + after
-    if not older:
+    if older == 0:
         shown = f"all {returned} messages" if not newer else f"the oldest {returned} messages"
         return f"Returned {shown} of the head's branch; there are no older messages." + after
+    again = " Read again with before set to the oldest message returned to see them."
+    if older is None or total is None:
+        return (
+            f"Returned {returned} message{'s' if returned != 1 else ''}; older messages "
+            "exist and were not returned (not counted: the window was read back from the head)."
+            + again
+            + after
+        )
     return (
         f"Returned messages {older + 1}-{older + returned} of {total}; {older} older "
-        f"message{'s were' if older != 1 else ' was'} not returned. Read again with before set to "
-        f"the oldest message returned to see them." + after
+        f"message{'s were' if older != 1 else ' was'} not returned." + again + after
     )
 
 
@@ -204,7 +214,12 @@ def read_transcript(
 ) -> TranscriptWindow:
     """Read a bounded window of the session's transcript: the newest ``count`` messages of its head's branch.
 
-    Only the returned messages' payloads are read; the count of the rest comes from the index.
+    Only the returned messages' payloads are read. In a fresh process the store walks its rows back
+    from the head and stops one message past the window (:meth:`~graph.store.base.BaseStore.message_tail`),
+    so a read costs the window, not the session: the older messages are then not counted, and
+    :attr:`TranscriptWindow.total` and :attr:`TranscriptWindow.older` are None (there is at least one
+    older message) unless the walk reached the root. With the session's index cached, or given
+    ``messages``, every count is exact.
 
     Args:
         store: The session store.
@@ -217,8 +232,8 @@ def read_transcript(
             server does, until the session's index changes); None walks the branch.
 
     Returns:
-        The messages oldest first, with the session id, the total on the branch, how many were returned,
-        how many older ones were left out, and a sentence saying so.
+        The messages oldest first, with the session id, the total on the branch (when counted), how
+        many were returned, how many older ones were left out, and a sentence saying so.
 
     Raises:
         UnknownSessionError: no session has this id.
@@ -226,49 +241,31 @@ def read_transcript(
         NotOnBranchError: ``before`` is a node of the session but not on its head's branch.
     """
     n = clamp_count(count)
-    index = store.index(session_id)
     if messages is not None and (before is None or before in messages):
         ids = list(messages)
         end = ids.index(before) if before is not None else len(ids)
-        return _window(store, session_id, index.head, ids, n, end, count, before)
-    branch = branch_ids(index, index.head)
-    ids = _messages_of(index, branch)
-    end = len(ids)
-    if before is not None:
-        if before not in index.pred:
-            raise UnknownNodeError(before, session_id)
-        if before not in branch:
-            raise NotOnBranchError(before, index.head)
-        end = len(_messages_of(index, branch[: branch.index(before)]))
-    return _window(store, session_id, index.head, ids, n, end, count, before)
-
-
-def _window(
-    store: BaseStore,
-    session_id: str,
-    head: str | None,
-    ids: list[str],
-    n: int,
-    end: int,
-    count: int | None,
-    before: str | None,
-) -> TranscriptWindow:
-    start = max(0, end - n)
-    window = ids[start:end]
-    messages = store.nodes(session_id, window) if window else []
+        first = max(0, end - n)
+        tail = MessageTail([NodeId(i) for i in ids[first:end]], newer=len(ids) - end, older=first)
+        head = store.session(session_id).head
+    else:
+        head = store.session(session_id).head
+        tail = store.message_tail(session_id, n, head, before)
+    nodes = store.nodes(session_id, tail.ids) if tail.ids else []
+    note = _note(tail.total, len(nodes), tail.older, tail.newer, before)
+    if count is not None and count != n:
+        note += f" The count {count} was clamped to {n}."
     return TranscriptWindow(
         session_id=SessionId(session_id),
         head=NodeId(head) if head else None,
-        messages=tuple(messages),
-        total=len(ids),
-        returned=len(messages),
+        messages=tuple(nodes),
+        total=tail.total,
+        returned=len(nodes),
         count=n,
         requested=count,
-        older=start,
-        newer=len(ids) - end,
+        older=tail.older,
+        newer=tail.newer,
         before=NodeId(before) if before else None,
-        note=_note(len(ids), len(messages), start, len(ids) - end, before)
-        + (f" The count {count} was clamped to {n}." if count is not None and count != n else ""),
+        note=note,
     )
 
 

@@ -156,13 +156,14 @@ class Transcript(BaseModel):
     session_id: SessionId
     head: NodeId | None
     messages: list[Message]
-    total: int
-    """Every message on the head's branch."""
+    total: int | None
+    """Every message on the head's branch; None when not counted (older messages exist)."""
     returned: int
     count: int
     """The window size used, after clamping to 1..30."""
-    older: int
-    """Older messages not returned (read them with ``before`` = ``next_before``)."""
+    older: int | None
+    """Older messages not returned (read them with ``before`` = ``next_before``); None when some
+    exist but were not counted (the window was read back from the head)."""
     newer: int
     """Newer messages not returned (only when ``before`` was given)."""
     next_before: NodeId | None
@@ -759,8 +760,9 @@ _DESCRIPTIONS: dict[str, str] = {
     "read_transcript": (
         "Read the most recent messages of a session's transcript (its head's branch), oldest first: "
         "count messages, clamped to 1..30, 10 when left out. The answer has the total, how many "
-        "were returned, and 'older' (how many older messages were not returned). When older > 0, "
-        "tell the person that older messages were not read rather than guessing them; to read them, "
+        "were returned, and 'older' (how many older messages were not returned); a long session "
+        "read from its newest messages gives null for both: older messages exist, uncounted. When "
+        "older is not 0 (null or more), tell the person that older messages were not read rather than guessing them; to read them, "
         "call again with before = next_before. Each message's text is cut at 4000 characters."
     ),
     "latest_message": "Read the newest message of a session's head's branch (null when it has none).",

@@ -9,7 +9,7 @@ command line with ``sessiongraph memory -w postgresql://...``. Install with
   the workspace can share a database with the session store. The workspace creates it, records its
   version and refuses a newer one; two processes opening a new database at once create it once (an
   advisory transaction lock serializes them).
-* Recall: the ``records.search`` column is a generated ``tsvector`` (``simple`` configuration, over
+* Recall: the ``records.search`` column is a generated ``tsvector`` (``english`` configuration: stems, over
   content, tags, headings and topic) with the GIN index ``records_search``; a query is one
   ``websearch_to_tsquery`` of the quoted words, OR-ed, bound as a parameter; the rank is
   ``-ts_rank`` (lower is better, as with SQLite's bm25). The index is ensured at open and its
@@ -41,7 +41,14 @@ from typing_extensions import override
 from memory.database import Cursor, WorkspaceDatabase
 from memory.errors import SearchIndexMissingError, WorkspaceStoreError
 from memory.locking import WriteLock
-from memory.schema import POSTGRES_SCHEMA, SCHEMA_VERSION, check_version, split_statements
+from memory.schema import (
+    POSTGRES_SCHEMA,
+    SCHEMA_VERSION,
+    SEARCH_CONFIG,
+    check_version,
+    postgres_migrations,
+    split_statements,
+)
 
 try:
     import psycopg
@@ -162,9 +169,15 @@ class PostgresWorkspaceDatabase(WorkspaceDatabase):
                         ("schema_version", str(SCHEMA_VERSION)),
                     ],
                 )
-            check_version(
+            version = check_version(
                 self.one("SELECT value FROM meta WHERE key = 'schema_version'"), self.where
             )
+            for step, run in postgres_migrations().items():
+                if step > version:
+                    run(self)
+                    self.execute(
+                        "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(step),)
+                    )
             self.ensure_search_index()
 
     @override
@@ -202,7 +215,7 @@ class PostgresWorkspaceDatabase(WorkspaceDatabase):
         self.check_search_index()
         sql = (
             "SELECT r.id, -ts_rank(r.search, q) AS score "
-            "FROM records r, websearch_to_tsquery('simple', ?) q WHERE r.search @@ q "
+            f"FROM records r, websearch_to_tsquery('{SEARCH_CONFIG}', ?) q WHERE r.search @@ q "
             'ORDER BY score, r.id COLLATE "C"'
         )
         params: list[Any] = [self._query(terms)]
@@ -216,7 +229,8 @@ class PostgresWorkspaceDatabase(WorkspaceDatabase):
         self.check_search_index()
         return int(
             self.one(
-                "SELECT count(*) FROM records WHERE search @@ websearch_to_tsquery('simple', ?)",
+                "SELECT count(*) FROM records"
+                f" WHERE search @@ websearch_to_tsquery('{SEARCH_CONFIG}', ?)",
                 (self._query(terms),),
             )
         )

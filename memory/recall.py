@@ -6,8 +6,11 @@ tool, the web page): it is cut to ``caps.MAX_QUERY_CHARS`` characters and split 
 ``*``, ``:``, ``(``, ``NEAR``, ``AND`` or ``-`` typed by a user are text and never raise. Terms are
 OR-ed and ranked, best first, ties by record id; a query with no word matches nothing.
 
-The ranking is the backend's: FTS5's bm25 in SQLite, ``ts_rank`` over a ``tsvector`` (queried with
-``websearch_to_tsquery``) in PostgreSQL; either way a lower score is a better match. The index is
+Words match by their English stem on both backends (``retry`` finds ``retries`` and ``retrying``):
+FTS5's Porter stemmer in SQLite, the ``english`` text search configuration in PostgreSQL (which also
+ignores stop words such as ``the``). The ranking is the backend's: FTS5's bm25 in SQLite, ``ts_rank``
+over a ``tsvector`` (queried with ``websearch_to_tsquery``) in PostgreSQL; either way a lower score is
+a better match. The index is
 ensured when the workspace opens and asserted by every search: its absence raises
 :class:`~memory.errors.SearchIndexMissingError`, never an empty result.
 """

@@ -96,7 +96,8 @@ def test_read_json_bounds(
     db: dict[str, object], args: tuple[str, ...], returned: int, older: int
 ) -> None:
     w = json.loads(run(db, "read", str(db["long"]), "--json", *args))
-    assert (w["returned"], w["total"], w["older"], w["count"]) == (returned, 42, older, returned)
+    # a fresh process reads the window back from the head: the older messages are not counted
+    assert (w["returned"], w["total"], w["older"], w["count"]) == (returned, None, None, returned)
     assert w["older_omitted"] is True and "not returned" in w["note"]
     assert [m["text"] for m in w["messages"]] == [f"turn {i}" for i in range(older, 42)]
     assert w["next_before"] == w["messages"][0]["id"]
@@ -113,8 +114,8 @@ def test_read_table_says_older_messages_were_not_returned_and_pages_back(
     db: dict[str, object],
 ) -> None:
     out = run(db, "read", str(db["long"]), "--count", "5")
-    assert "5 of 42 messages" in out
-    assert "37 older messages were not returned" in " ".join(out.split())
+    assert "5 of more messages" in out
+    assert "older messages exist and were not returned" in " ".join(out.split())
     assert "turn 41" in out and "turn 36" not in out
     before = out.split("older: --before ")[1].split()[0]
     older = json.loads(run(db, "read", str(db["long"]), "-n", "5", "--before", before, "--json"))

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from graph.cli.arguments import RepeatedArgumentsCommand
 from graph.errors import GraphError
 from graph.terminal import (
     AmbiguousReferenceError,
@@ -663,7 +664,7 @@ def pending(
         out.print(f"{len(ids)} pending")
 
 
-@app.command()
+@app.command(cls=RepeatedArgumentsCommand)
 def mark(
     ctx: typer.Context,
     session: _SESSION,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from graph.cli.arguments import RepeatedArgumentsCommand
 from graph.cli.commands import (
     id_column,
     open_store,
@@ -53,7 +54,7 @@ def register(app: typer.Typer) -> None:
     """Add the ``import`` and ``export`` commands to ``app`` (a second call adds nothing)."""
     if any(c.name == "import" for c in app.registered_commands):
         return
-    app.command("import")(import_command)
+    app.command("import", cls=RepeatedArgumentsCommand)(import_command)
     app.command("export")(export_command)
 
 

@@ -68,6 +68,7 @@ from graph.search import Query, indexed_text, make_snippet, parse_query, split_m
 __all__ = [
     "HEAD",
     "BaseStore",
+    "MessageTail",
     "NodeRow",
     "SessionFilter",
     "SessionStats",
@@ -133,6 +134,23 @@ class SessionStats(NamedTuple):
     live_tips: int
     spawned: int
     """Sessions spawned from this one."""
+
+
+class MessageTail(NamedTuple):
+    """The newest messages of a branch, as :meth:`BaseStore.message_tail` walks them back from the head."""
+
+    ids: list[NodeId]
+    """The messages returned, oldest first (at most the ``count`` asked for)."""
+    newer: int
+    """Messages between ``before`` and the head (``before`` included) that were walked over, not returned."""
+    older: int | None
+    """Messages older than :attr:`ids` on the branch; None when the walk stopped without counting them
+    (there is at least one)."""
+
+    @property
+    def total(self) -> int | None:
+        """Every message on the branch, or None when :attr:`older` was not counted."""
+        return None if self.older is None else self.older + len(self.ids) + self.newer
 
 
 class SessionFilter(NamedTuple):
@@ -400,6 +418,19 @@ class BaseStore(ABC):
             if idx.is_live_message(n):
                 return NodeId(n)
             n = idx.pred[n]
+        return None
+
+    def _db_walk_back(self, session_id: str, head: str | None) -> Iterator[tuple[str, bool]] | None:
+        """The branch of ``head`` (the stored head by default) read from the stored rows, head first.
+
+        A backend that can walk its rows back lazily (a recursive query whose rows are read as they
+        come) yields ``(node id, whether it is a message)`` for every node on the branch, rewound nodes
+        left out, so a caller that stops early pays for what it read. None (the default) means the
+        caller walks the index instead.
+
+        Raises:
+            UnknownSessionError, UnknownNodeError: when iterated (the session or ``head`` is unknown).
+        """
         return None
 
     def _db_pending_walk(
@@ -1271,6 +1302,84 @@ class BaseStore(ABC):
                 return NodeId(n)
             n = idx.pred[n]
         return None
+
+    def message_tail(
+        self,
+        session_id: str,
+        count: int,
+        head: str | None = None,
+        before: str | None = None,
+    ) -> MessageTail:
+        """Return the newest ``count`` messages of ``head``'s branch (ending before ``before``), oldest first.
+
+        The messages are the nodes of kind message on the branch (rewound nodes are on no branch), as
+        :meth:`message_ids` lists them. With no index of the session cached (a fresh process), a backend
+        that can walk its stored rows back from the head does, and stops one message past the window:
+        the cost is the distance from the head to the window's oldest message, not the session's size,
+        and the older messages are then not counted (:attr:`MessageTail.older` is None) unless the walk
+        reached the root. With an index cached, or on a backend without that walk, the index answers
+        and every count is exact.
+
+        Args:
+            session_id: The session.
+            count: How many messages at most (0 or less returns none).
+            head: Walk from this node instead of the stored head.
+            before: A node on the branch: the window ends just before it (it and the newer messages
+                are counted in :attr:`MessageTail.newer`). None: the window ends at the head.
+
+        Returns:
+            The ids oldest first, the newer messages walked over and the older ones left out.
+
+        Raises:
+            UnknownSessionError: no session has this id.
+            UnknownNodeError: ``head`` or ``before`` is not a node of the session.
+            NotOnBranchError: ``before`` is a node of the session but not on the branch.
+        """
+        count = max(0, count)
+        self._note_changes()
+        cached = self._cache.get(session_id)
+        walk = self._db_walk_back(session_id, head) if cached is None or cached.stale else None
+        if walk is None:
+            idx = self._index(session_id)
+            start = self._head(idx, head)
+            branch = walks.branch_ids(idx, start)
+            if before is not None:
+                if before not in idx.pred:
+                    raise UnknownNodeError(before, session_id)
+                if before not in branch:
+                    raise NotOnBranchError(before, start)
+            ids = [n for n in branch if idx.is_message(n)]
+            end = (
+                len(ids)
+                if before is None
+                else sum(1 for n in branch[: branch.index(before)] if idx.is_message(n))
+            )
+            first = max(0, end - count)
+            return MessageTail(
+                [NodeId(n) for n in ids[first:end]], newer=len(ids) - end, older=first
+            )
+        got: list[NodeId] = []
+        newer = 0
+        seeking = before is not None
+        older: int | None = 0
+        for nid, message in walk:
+            if seeking:
+                seeking = nid != before
+                newer += message
+                continue
+            if not message:
+                continue
+            if len(got) == count:
+                older = None  # one message past the window: some are older, uncounted
+                break
+            got.append(NodeId(nid))
+        if seeking:
+            assert before is not None
+            if session_id not in self._db_locate([before]).values():
+                raise UnknownNodeError(before, session_id)
+            raise NotOnBranchError(before, self.session(session_id).head if head is None else head)
+        got.reverse()
+        return MessageTail(got, newer=newer, older=older)
 
     def context(self, session_id: str, head: str | None = None) -> list[Node]:
         """Return the model-visible context of ``head``, root first.

@@ -206,26 +206,36 @@ def read(
 
     store = _store(ctx)
     sid = resolve_session(store, session).id
-    window = read_transcript(
-        store, sid, count, resolve_node(store, sid, before) if before else None
-    )
+    if before is not None and sid not in store.locate([before]).values():
+        before = resolve_node(store, sid, before)  # a prefix or suffix: matched among all nodes
+    window = read_transcript(store, sid, count, before)
     if json:
         _dump(window_json(window))
         return
-    ids = store.index(sid).pred
-    names = {n: n for n in ids} if full else short_forms(ids)
+    # Short forms among the window's ids: a suffix shared with an unlisted node of the session is
+    # refused back as ambiguous (naming both), never taken for the wrong node.
+    listed = [m.id for m in window.messages]
+    names = {n: n for n in listed} if full else short_forms(listed)
+    of = f"{window.total}" if window.total is not None else "more"
     table = Table(
-        title=f"{markup(window.session_id)}: {window.returned} of {window.total} messages",
+        title=f"{markup(window.session_id)}: {window.returned} of {of} messages",
         title_justify="left",
     )
-    table.add_column("#", justify="right", no_wrap=True, min_width=len(str(window.total)))
+    last = window.older + window.returned if window.older is not None else window.returned
+    table.add_column("#", justify="right", no_wrap=True, min_width=len(str(last)) + 1)
     id_column(table, "node", [names[m.id] for m in window.messages], full)
     table.add_column("time", no_wrap=True, min_width=16)
     table.add_column("role", no_wrap=True, min_width=9)
     table.add_column("text", ratio=1, min_width=20)
-    for i, m in enumerate(window.messages, window.older + 1):
+    # Uncounted older messages: number the window back from its newest message (-1, -2, ...).
+    numbers = (
+        [str(i) for i in range(window.older + 1, window.older + window.returned + 1)]
+        if window.older is not None
+        else [str(-(window.newer + window.returned - k)) for k in range(window.returned)]
+    )
+    for i, m in zip(numbers, window.messages, strict=True):
         table.add_row(
-            str(i),
+            i,
             markup(names[m.id]),
             m.created_at.strftime("%Y-%m-%d %H:%M"),
             m.role.value,
@@ -235,9 +245,9 @@ def read(
     console.print(table)
     console.print(markup(window.note))
     if window.next_before:
-        console.print(
-            f"older: --before {markup(names.get(window.next_before, window.next_before))}"
-        )
+        # The whole id: paging back with it walks from the head, as this read did; a short form
+        # is accepted too but is matched among every node of the session first.
+        console.print(f"older: --before {markup(window.next_before)}")
 
 
 def latest(ctx: typer.Context, session: _SESSION, json: _JSON = False) -> None:

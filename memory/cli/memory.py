@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from graph.cli.arguments import RepeatedArgumentsCommand
 from graph.cli.commands import id_column, open_store, resolve_session, session_short_forms
 from graph.errors import GraphError
 from graph.lineage import is_abandoned
@@ -805,7 +806,7 @@ def _progress() -> Progress:
     )
 
 
-@memory_app.command()
+@memory_app.command(cls=RepeatedArgumentsCommand)
 def write(
     ctx: typer.Context,
     sessions: Annotated[
