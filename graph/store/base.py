@@ -840,7 +840,11 @@ class BaseStore(ABC):
         """Store many nodes in one transaction (the import path) and return those newly added.
 
         Nodes may come in any order; a predecessor must be stored already or be in the batch. Nodes
-        already stored identically are skipped, so re-importing a file adds nothing.
+        already stored identically are skipped, so re-importing a file adds nothing. With no index
+        of the session cached (a store opened for one import), the batch is checked against the
+        stored nodes it names, read by one lookup, instead of the whole session being loaded first:
+        the cost follows the batch, not the session (summaries, whose span may reach any stored
+        node, still load the whole session).
 
         Args:
             session_id: The session every node names.
