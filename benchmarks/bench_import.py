@@ -14,12 +14,16 @@ calls and outputs, token counts). The note column says how many nodes the import
 Re-import of a grown Claude Code file: the file imported once, then 10 lines appended before each
 timed run; a full re-read of the file (``resume=False``, what every re-import did before) against
 resuming from the stored offset, warm and cold, and the floor of parsing the new lines.
+
+Peak memory: a Claude Code file of 2e4 and 5e4 entries (quick mode: 2e3 and 5e3) imported in a
+process of its own: ``ru_maxrss`` after the import minus the resident size before it.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import subprocess
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -362,6 +366,61 @@ def _run_grown(bench: Bench, directory: Path, size: int) -> None:
     )
 
 
+_PEAK = """
+import resource, sys
+from pathlib import Path
+from graph import SessionStore
+from graph.importers import claude_code
+store = SessionStore(Path(sys.argv[2]))
+pages = int(Path("/proc/self/statm").read_text().split()[1])
+before = pages * resource.getpagesize() // 1024  # resident now, KiB (ru_maxrss may be higher)
+report = claude_code.import_file(store, Path(sys.argv[1]))
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+store.close()
+print(before, after, report.nodes_added)
+"""
+
+
+def _peak_mib(path: Path, db: Path) -> tuple[float, int]:
+    """(peak resident memory the import added, in MiB; nodes stored), in a process of its own."""
+    out = subprocess.run(
+        [sys.executable, "-c", _PEAK, str(path), str(db)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    before, after, nodes = (int(x) for x in out)
+    return (after - before) / 1024, nodes  # ru_maxrss is in KiB on Linux
+
+
+def _run_memory(bench: Bench, directory: Path, sizes: list[int]) -> None:
+    """Peak memory of importing a Claude Code file, at two sizes, each in a fresh process.
+
+    ``ru_maxrss`` after the import minus the resident size before it (the store open, the modules
+    loaded): what the import itself holds at its peak. Flat in file size is the bar; the ratio of the two figures to
+    the ratio of the sizes says how far from flat it is.
+    """
+    figures = []
+    for n in sizes:
+        path = _write(directory / f"peak-{n}.jsonl", claude_code_lines(n))
+        mib, nodes = _peak_mib(path, scratch_db(directory, f"peak-{n}.db"))
+        figures.append(mib)
+        print(
+            f"peak memory, claude-code import of {n:,} entries"
+            f" ({path.stat().st_size / 2**20:.1f} MiB of file, {nodes:,} nodes): +{mib:.0f} MiB"
+        )
+    bench.target(
+        f"peak memory importing claude-code {sizes[-1]:,} entries", figures[-1], "<=", 100, "MiB"
+    )
+    bench.target(
+        f"peak memory growth {sizes[0]:,} -> {sizes[-1]:,} entries"
+        f" (size x{sizes[-1] / sizes[0]:.1f}; flat is 1x)",
+        figures[-1] / max(figures[0], 1.0),
+        "<=",
+        1.5,
+    )
+
+
 def main(argv: list[str] | None = None) -> dict[str, object]:
     """Run the import benchmarks and return the JSON-shaped results."""
     args = parse_args(__doc__.splitlines()[0], argv)
@@ -381,6 +440,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                 _run(bench, directory, f"{fmt} generated", n, [path], importer)
         for n in sizes:
             _run_grown(bench, directory, n)
+        _run_memory(bench, directory, [2_000, 5_000] if args.quick else [20_000, 50_000])
     return bench.finish(args.json)
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from graph.ids import NodeId
 from graph.importers.jsonl import LineProblems
 from graph.importers.report import FileReport
 from graph.models import Content, ImageBlock, Session, TextBlock, content_text
@@ -19,12 +20,14 @@ __all__ = [
     "EPOCH",
     "ensure_session",
     "file_import",
+    "holders",
     "image_block",
     "parse_time",
     "preview",
     "stamp_subtrees",
     "stored_ids",
     "text_blocks",
+    "write_planned",
 ]
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -150,3 +153,39 @@ def stamp_subtrees(store: BaseStore, session_id: str, fork_point: str, children:
         below.append(n)
         stack.extend(kids.get(n, ()))
     return len(store.stamp_rewound(session_id, below))
+
+
+_REPORT_LISTS = ("session_ids", "skipped", "repaired", "dangling", "relinked", "dropped", "notes")
+
+Plan = tuple[Callable[[], bool], Callable[[], None]]
+"""What an importer worked out from reads: ``(still_true, write)``."""
+
+
+def holders(store: BaseStore, ids: Iterable[str]) -> dict[str, str]:
+    """Map each of ``ids`` to the session holding it (``""``: none), in one bounded lookup."""
+    wanted = list(dict.fromkeys(ids))
+    found = store.locate(wanted)
+    return {i: str(found.get(NodeId(i), "")) for i in wanted}
+
+
+def write_planned(store: BaseStore, report: FileReport, plan: Callable[[], Plan]) -> None:
+    """Work out an import from reads outside the write lock, then check and write it under the lock.
+
+    ``plan()`` reads the store (never writes) and returns ``(still_true, write)``: ``still_true()``
+    says, under the lock, whether what it read still holds (another process may have imported the
+    same file, or stored what it links to, in between); ``write()`` writes it. When it no longer
+    holds, what the plan added to ``report`` is taken back and the plan is worked out again under
+    the lock. Readers and other writers wait only for the check and the write, not for the rules
+    and the node models.
+
+    Raises:
+        GraphError: the store refused the write; nothing was written.
+    """
+    marks = {name: len(getattr(report, name)) for name in _REPORT_LISTS}
+    still_true, write = plan()
+    with store.atomic():
+        if not still_true():
+            for name, n in marks.items():
+                del getattr(report, name)[n:]
+            still_true, write = plan()
+        write()

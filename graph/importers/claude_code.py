@@ -58,7 +58,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -86,7 +86,7 @@ from graph.models import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from graph.store.base import BaseStore
+from graph.store.base import BaseStore, paused_gc
 
 __all__ = ["FORMAT", "agent_files", "import_file", "is_agent_file"]
 
@@ -783,6 +783,81 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
     return report
 
 
+class _Spec(NamedTuple):
+    """A node a plan will write, as a few references: its model is made only when it is written."""
+
+    uuid: str
+    node_id: str
+    predecessor: str | None
+    when: datetime
+    extra: dict[str, Any]
+    covers: tuple[str, ...]
+    """What the node covers when it is a compaction summary (else ignored)."""
+
+
+_CHUNK = 2_000
+"""Nodes made into models and handed to the store at a time (one transaction holds every chunk)."""
+
+
+def _in_chunks(specs: list[_Spec]) -> list[list[_Spec]]:
+    """``specs`` predecessors first, cut into chunks each the store can check on its own.
+
+    A chunk's predecessors are then stored already or in the chunk. When the specs' links hold a
+    cycle (which the store rejects), they stay one chunk, so the store names the cycle.
+    """
+    by_id = {s.node_id: s for s in specs}
+    order: list[_Spec] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: placed
+    for start in by_id:
+        path = []
+        n: str | None = start
+        while n is not None and n in by_id and n not in state:
+            state[n] = 1
+            path.append(n)
+            n = by_id[n].predecessor
+        if n is not None and state.get(n) == 1:
+            return [specs]
+        for m in reversed(path):
+            state[m] = 2
+            order.append(by_id[m])
+    return [order[i : i + _CHUNK] for i in range(0, len(order), _CHUNK)] or [[]]
+
+
+def _write_specs(
+    store: BaseStore, t: _Transcript, sid: str, specs: list[_Spec], head: str | None
+) -> int:
+    """Make the planned nodes and add them chunk by chunk; return how many were added.
+
+    Only one chunk's models and rows are held at a time, so the memory an import needs beyond the
+    parsed file does not grow with the number of nodes. The head moves with the last chunk.
+    """
+    added = 0
+    chunks = _in_chunks(specs)
+    with paused_gc(len(specs) >= _CHUNK * 5):
+        added = _write_chunks(store, t, sid, chunks, head)
+    return added
+
+
+def _write_chunks(
+    store: BaseStore, t: _Transcript, sid: str, chunks: list[list[_Spec]], head: str | None
+) -> int:
+    added = 0
+    for i, chunk in enumerate(chunks):
+        nodes = []
+        for spec in chunk:
+            node = _node(
+                sid, t.entries[spec.uuid], spec.predecessor, spec.when, spec.extra, spec.node_id
+            )
+            if spec.covers and node.kind is Kind.SUMMARY:
+                node = node.model_copy(update={"covers": spec.covers})
+            nodes.append(node)
+        if head is not None and i == len(chunks) - 1:
+            added += len(store.add_nodes(sid, nodes, head=head))
+        else:
+            added += len(store.add_nodes(sid, nodes))
+    return added
+
+
 @dataclass
 class _Plan:
     """What importing a session file will write, worked out from reads alone (no write lock held)."""
@@ -795,7 +870,7 @@ class _Plan:
     artifacts: set[str]
     nid: dict[str, str]
     """uuid -> the id the entry is stored under, for entries kept apart (``<uuid>@<session>``)."""
-    nodes: list[Node]
+    nodes: list[_Spec]
     title: str
     meta: dict[str, Any]
     created_at: datetime
@@ -844,7 +919,7 @@ def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
     def nid(u: str) -> str:
         return apart.get(u, u)
 
-    new: list[Node] = []
+    new: list[_Spec] = []
     for u in main:
         if u in known or nid(u) in known:
             continue
@@ -854,17 +929,15 @@ def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
             extra["runtime_uuid"] = u
         if u in artifacts:
             extra["artifact"] = True
-        node = _node(
-            sid, t.entries[u], nid(p) if p is not None and p in pred else p, when[u], extra, nid(u)
-        )
-        if node.kind is Kind.SUMMARY and p is not None and p in t.entries:
+        cover: tuple[str, ...] = ()
+        if p is not None and p in t.entries:
             boundary = pred.get(p)
             if _is_boundary(t.entries[p].data) and boundary is not None:
-                cover = [nid(c) if c in pred else c for c in _covers(pred, known, boundary)]
-                node = node.model_copy(update={"covers": tuple(cover)})
-        new.append(node)
+                cover = tuple(nid(c) if c in pred else c for c in _covers(pred, known, boundary))
+        node_pred = nid(p) if p is not None and p in pred else p
+        new.append(_Spec(u, nid(u), node_pred, when[u], extra, cover))
     dangling = {str(e["dangling_parent"]) for e in links.extra.values() if "dangling_parent" in e}
-    depends = set(fresh) | dangling | {n.id for n in new}
+    depends = set(fresh) | dangling | {n.node_id for n in new}
     return _Plan(
         sid=sid,
         main=main,
@@ -914,11 +987,9 @@ def _apply_main(
     def nid(u: str) -> str:
         return apart.get(u, u)
 
-    if head is not None:
-        added = store.add_nodes(sid, plan.nodes, head=nid(head))
-    else:
-        added = store.add_nodes(sid, plan.nodes)
-    report.nodes_added += len(added)
+    report.nodes_added += _write_specs(
+        store, t, sid, plan.nodes, nid(head) if head is not None else None
+    )
     for point, abandoned in _rewinds(t, main, pred, head):
         stamp_subtrees(store, sid, nid(point), [nid(a) for a in abandoned])
     _note_off_branch(t, main, pred, head, plan.artifacts, report)

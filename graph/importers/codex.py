@@ -50,12 +50,15 @@ import orjson
 
 from graph.importers._common import (
     EPOCH,
+    Plan,
     ensure_session,
     file_import,
+    holders,
     parse_time,
     preview,
     stamp_subtrees,
     stored_ids,
+    write_planned,
 )
 from graph.importers.jsonl import Line, read_jsonl
 from graph.importers.report import FileReport
@@ -388,12 +391,16 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
         for line in items[:first]:
             problems.skipped.append((line.number, "item before the first session_meta"))
         items = items[first:]
-        with store.atomic():
-            _import(store, path, items, report)
+        if _payload(items[0]).get("forked_from_id"):  # reads the fork's source: all under the lock
+            with store.atomic():
+                _import(store, path, items, report)[1]()
+        else:  # worked out outside the write lock, checked and written under it
+            write_planned(store, report, lambda: _import(store, path, items, report))
     return report
 
 
-def _import(store: BaseStore, path: Path, items: list[Line], report: FileReport) -> None:
+def _import(store: BaseStore, path: Path, items: list[Line], report: FileReport) -> Plan:
+    """Work out a rollout's import from reads of the store: ``(still_true, write)``."""
     ids = _Ids(store, items, report)
     own = str(_payload(items[0]).get("id") or path.stem)
     sid = ids.root
@@ -457,7 +464,40 @@ def _import(store: BaseStore, path: Path, items: list[Line], report: FileReport)
                 covers=covers,
             )
         )
-    current = dict(store.session(sid).metadata) if known or _exists(store, sid) else {}
+    existed = _exists(store, sid)
+    session = store.session(sid) if existed else None
+    seen = holders(store, [i for i in ids.ids if i])
+
+    def still_true() -> bool:
+        now = store.session(sid) if _exists(store, sid) else None
+        same = (now is None) == (session is None)
+        if now is not None and session is not None:
+            same = (now.head, now.metadata) == (session.head, session.metadata)
+        return same and holders(store, seen) == seen
+
+    def write() -> None:
+        _write(store, path, sid, own, ids, root_meta, title, new, prev, had_head, rollbacks, report)
+
+    return still_true, write
+
+
+def _write(
+    store: BaseStore,
+    path: Path,
+    sid: str,
+    own: str,
+    ids: _Ids,
+    root_meta: dict[str, Any],
+    title: str,
+    new: list[Node],
+    prev: str | None,
+    had_head: str | None,
+    rollbacks: list[tuple[str, str]],
+    report: FileReport,
+) -> None:
+    """Write a planned rollout: the session (and a fork's record), the nodes, the rollbacks."""
+    known = _exists(store, sid)
+    current = dict(store.session(sid).metadata) if known else {}
     if sid == own or not current:
         meta = {"runtime": FORMAT, "session_meta": root_meta}
         meta |= {"path": str(path)} if sid == own else {}

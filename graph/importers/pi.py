@@ -55,12 +55,15 @@ import orjson
 
 from graph.importers._common import (
     EPOCH,
+    Plan,
     ensure_session,
     file_import,
+    holders,
     image_block,
     parse_time,
     preview,
     stored_ids,
+    write_planned,
 )
 from graph.importers.jsonl import Line, read_jsonl
 from graph.importers.report import FileReport
@@ -221,14 +224,19 @@ def _import_file(store: BaseStore, path: Path, importing: frozenset[Path]) -> Fi
     importing = importing | {path.resolve()}
     with file_import(path, FORMAT) as (report, problems):
         lines = list(read_jsonl(path, problems))
-        with store.atomic():
-            _import(store, path, lines, report, importing)
+        head = lines[0].data if lines and lines[0].data.get("type") == "session" else {}
+        if head.get("parentSession"):  # its source may be imported first, in the same transaction
+            with store.atomic():
+                _import(store, path, lines, report, importing)[1]()
+        else:  # worked out outside the write lock, checked and written under it
+            write_planned(store, report, lambda: _import(store, path, lines, report, importing))
     return report
 
 
 def _import(
     store: BaseStore, path: Path, lines: list[Line], report: FileReport, importing: frozenset[Path]
-) -> None:
+) -> Plan:
+    """Work out a file's import from reads (a fork's source is imported first): ``(still_true, write)``."""
     head_line = lines[0].data if lines and lines[0].data.get("type") == "session" else {}
     entries = lines[1:] if head_line else lines
     own = str(head_line.get("id") or path.stem)
@@ -312,14 +320,6 @@ def _import(
             if isinstance(m, Mapping) and m.get("role") == "user":
                 title = preview(_blocks(m.get("content"))[0])
                 break
-    if sid == own:
-        ensure_session(
-            store,
-            sid,
-            title=title,
-            metadata={"runtime": FORMAT, "path": str(path), "header": head_line},
-            created_at=parse_time(head_line.get("timestamp"), min(times.values(), default=EPOCH)),
-        )
     new: list[Node] = []
     for i, e in enumerate(entries):
         node_id = ids[i]
@@ -354,10 +354,29 @@ def _import(
                 covers=covers,
             )
         )
-    head = ids[-1] if ids else None
-    if sid != own and store.session(sid).head is not None:
-        head = store.session(sid).head
-    report.nodes_added += len(store.add_nodes(sid, new, head=head))
+    existed = store.has_session(sid)
+    seen = holders(store, [*ids, *dangling.values()])
+
+    def still_true() -> bool:
+        return store.has_session(sid) == existed and holders(store, seen) == seen
+
+    def write() -> None:
+        if sid == own:
+            ensure_session(
+                store,
+                sid,
+                title=title,
+                metadata={"runtime": FORMAT, "path": str(path), "header": head_line},
+                created_at=parse_time(
+                    head_line.get("timestamp"), min(times.values(), default=EPOCH)
+                ),
+            )
+        head = ids[-1] if ids else None
+        if sid != own and store.session(sid).head is not None:
+            head = store.session(sid).head
+        report.nodes_added += len(store.add_nodes(sid, new, head=head))
+
+    return still_true, write
 
 
 def _break_cycles(order: list[str], pred: Mapping[str, str | None]) -> dict[str, str]:

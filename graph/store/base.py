@@ -871,7 +871,11 @@ class BaseStore(ABC):
         """Store many nodes in one transaction (the import path) and return those newly added.
 
         Nodes may come in any order; a predecessor must be stored already or be in the batch. Nodes
-        already stored identically are skipped, so re-importing a file adds nothing.
+        already stored identically are skipped, so re-importing a file adds nothing. With no index
+        of the session cached (a store opened for one import), the batch is checked against the
+        stored nodes it names, read by one lookup, instead of the whole session being loaded first:
+        the cost follows the batch, not the session (summaries, whose span may reach any stored
+        node, still load the whole session).
 
         Args:
             session_id: The session every node names.
@@ -885,13 +889,65 @@ class BaseStore(ABC):
         """
         batch = list(nodes)
         with paused_gc(len(batch) >= _GC_PAUSE_AT), self.atomic():
-            return self._add(self._index(session_id), batch, head=head, fresh=False)
+            self._note_changes()
+            if session_id in self._cache or any(n.covers for n in batch):
+                return self._add(self._index(session_id), batch, head=head, fresh=False)
+            idx, stored = self._batch_index(session_id, batch, head)
+            return self._add(idx, batch, head=head, fresh=False, stored=stored)
 
-    def _add(self, idx: SessionIndex, nodes: list[Node], *, head: Any, fresh: bool) -> list[Node]:
+    def _batch_index(
+        self, session_id: str, batch: Sequence[Node], head: Any
+    ) -> tuple[SessionIndex, dict[str, NodeRow]]:
+        """A partial index that validates ``batch`` without building the session's whole index.
+
+        With no index of the session cached (a store opened for one import), building one reads every
+        stored row of the session; validating a batch needs only the stored rows it names. This index
+        holds the session's head and those rows, read by one bounded lookup of their ids: the
+        predecessors the batch names outside itself and ``head``, each with its real predecessor and
+        bits, when it is a node of this session, and the batch's nodes stored already (which
+        re-importing a file passes again). :meth:`_check_predecessors` then finds every unknown
+        or cross-session predecessor as it does against the whole index, and a cycle cannot pass
+        through stored rows: a new row points to a stored row or a row of the batch, and a stored
+        row never points to a new one (its predecessor was fixed when it was written, before the new
+        ids existed), so a cycle lies within the batch, where the batch's own walk finds it. Batches
+        with summaries (whose covered span may reach any stored row) use the whole index instead.
+        The partial index is not cached.
+
+        Returns:
+            ``(index, stored)``: the partial index and the stored rows (of any session) of the
+            batch's ids, for the duplicate check.
+
+        Raises:
+            UnknownSessionError: the session does not exist.
+        """
+        idx = SessionIndex(session_id)
+        idx.head = self._db_session(session_id).head
+        ids = [n.id for n in batch]
+        stored = self._db_rows(ids)
+        mine = set(ids)
+        named: set[str] = {n.predecessor for n in batch if n.predecessor is not None}
+        if isinstance(head, str):
+            named.add(head)
+        outside = self._db_rows([i for i in named if i not in mine])
+        for row in (*stored.values(), *outside.values()):
+            if row.session_id == session_id:
+                idx.add(row.id, row.predecessor, row.bits)
+        return idx, stored
+
+    def _add(
+        self,
+        idx: SessionIndex,
+        nodes: list[Node],
+        *,
+        head: Any,
+        fresh: bool,
+        stored: dict[str, NodeRow] | None = None,
+    ) -> list[Node]:
         sid = idx.session_id
         rows: dict[str, NodeRow] = {}
         models: dict[str, Node] = {}
-        stored = {} if fresh else self._db_rows([n.id for n in nodes])
+        if stored is None:
+            stored = {} if fresh else self._db_rows([n.id for n in nodes])
         for node in nodes:
             if node.session_id != sid:
                 raise InvalidWriteError(

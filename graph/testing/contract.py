@@ -64,6 +64,8 @@ __all__ = [
     "store_handles",
     "test_a_commit_is_visible_to_another_handle",
     "test_a_marker_of_another_value_reads_as_unwritten",
+    "test_add_nodes_on_a_cold_handle_builds_no_index_and_rejects_the_same",
+    "test_add_nodes_on_a_cold_handle_extends_and_reimports",
     "test_add_nodes_takes_any_order_and_is_idempotent",
     "test_append_moves_the_head_and_links_the_predecessor",
     "test_branch_ids_and_message_ids",
@@ -313,6 +315,123 @@ def test_add_nodes_takes_any_order_and_is_idempotent(store: BaseStore) -> None:
     assert store.add_nodes(s.id, nodes, head="c") == []
     assert snapshot(store) == before
     assert store.index(s.id).rev == rev  # nothing written, not even the change counter
+
+
+def _cold(store_handles: Callable[[], BaseStore]) -> BaseStore:
+    """Another handle with no session index cached (as a store opened for one import is)."""
+    h = store_handles()
+    h._forget()
+    return h
+
+
+COLD_REJECTED: list[
+    tuple[str, Callable[[str], list[Node]], Any, type[Exception], dict[str, Any]]
+] = [
+    (
+        "unknown predecessor",
+        lambda sid: [node(sid, "ok1", "m3"), node(sid, "bad", "ghost")],
+        None,
+        UnknownPredecessorError,
+        {"node_id": "bad", "predecessor": "ghost"},
+    ),
+    (
+        "predecessor in another session",
+        lambda sid: [node(sid, "n1", "o1")],
+        None,
+        ForeignPredecessorError,
+        {"node_id": "n1"},
+    ),
+    (
+        "duplicate id, other content",
+        lambda sid: [node(sid, "m2", "m1", "changed", role=Role.ASSISTANT)],
+        None,
+        DuplicateNodeError,
+        {"node_id": "m2", "field": "content"},
+    ),
+    (
+        "duplicate id in another session",
+        lambda sid: [node(sid, "o1", None)],
+        None,
+        DuplicateNodeError,
+        {"node_id": "o1", "field": "session"},
+    ),
+    (
+        "cycle in a batch",
+        lambda sid: [node(sid, "c1", "c2"), node(sid, "c2", "c1")],
+        None,
+        CycleError,
+        {},
+    ),
+    (
+        "head in another session",
+        lambda sid: [node(sid, "n1", "m3")],
+        "o1",
+        UnknownNodeError,
+        {"node_id": "o1"},
+    ),
+    (
+        "unknown session",
+        lambda sid: [node("nope", "n1", None)],
+        None,
+        UnknownSessionError,
+        {},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "batch", "head", "error", "facts"), COLD_REJECTED, ids=[r[0] for r in COLD_REJECTED]
+)
+def test_add_nodes_on_a_cold_handle_builds_no_index_and_rejects_the_same(
+    store: BaseStore,
+    store_handles: Callable[[], BaseStore],
+    case: str,
+    batch: Callable[[str], list[Node]],
+    head: Any,
+    error: type[Exception],
+    facts: dict[str, Any],
+) -> None:
+    """A batch written with no index cached is checked by a lookup of the rows it names, as strictly."""
+    sid = build(store, "m1-m2-m3; m1-b1", head="m3")
+    build(store, "o1", session="other")
+    before = snapshot(store)
+    cold = _cold(store_handles)
+    target = "nope" if case == "unknown session" else sid
+    with pytest.raises(error) as e:
+        if head is None:
+            cold.add_nodes(target, batch(sid))
+        else:
+            cold.add_nodes(target, batch(sid), head=head)
+    for k, v in facts.items():
+        assert getattr(e.value, k) == v, k
+    assert snapshot(store_handles()) == before
+
+
+def test_add_nodes_on_a_cold_handle_extends_and_reimports(
+    store: BaseStore, store_handles: Callable[[], BaseStore]
+) -> None:
+    """With no index cached, a batch extends stored nodes, skips the stored ones and moves the head."""
+    sid = build(store, "m1-m2-m3", head="m3")
+    cold = _cold(store_handles)
+    batch = [node(sid, "n2", "n1"), node(sid, "m3", "m2", "m3"), node(sid, "n1", "m3")]
+    assert [n.id for n in cold.add_nodes(sid, batch, head="n2")] == ["n1", "n2"]  # m3: stored
+    assert sid not in cold._cache  # validated without building the session's index
+    again = [node(sid, "n1", "m3"), node(sid, "n3", "n1"), node(sid, "f1", "m1")]
+    cold = _cold(store_handles)
+    assert [n.id for n in cold.add_nodes(sid, again, head="m2")] == ["n3", "f1"]
+    assert sid not in cold._cache
+    fresh = store_handles()
+    assert fresh.session(sid).head == "m2"
+    assert fresh.index(sid).pred == {
+        "m1": None,
+        "m2": "m1",
+        "m3": "m2",
+        "n1": "m3",
+        "n2": "n1",
+        "n3": "n1",
+        "f1": "m1",
+    }
+    assert fresh.add_nodes(sid, again, head="m2") == []
 
 
 def test_identical_reappend_is_a_no_op(store: BaseStore) -> None:
