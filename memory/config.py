@@ -1,4 +1,4 @@
-"""Memory's settings: whether memory is on, and which model writes it.
+"""Memory's settings: whether memory is on, where its workspace is, and which model writes it.
 
 Read from a TOML file, ``$SESSIONGRAPH_CONFIG`` or ``config.toml`` in the user config directory
 (``~/.config/sessiongraph/config.toml`` on Linux), then overridden by the environment; a missing file
@@ -10,6 +10,14 @@ means the defaults. The file's ``[memory]`` table::
     base_url = "http://localhost:11434/v1"   # an OpenAI-compatible server (Ollama, vLLM, llama.cpp, LM Studio)
     api_key_env = "OPENAI_API_KEY"           # the variable holding the key (the provider's own by default)
     timeout = 60                # seconds one model call may take
+    store = "postgresql://user:pass@host/db?schema=memory"   # a shared store of record (optional)
+    views = "~/memory-views"    # the local folder its Markdown views are rendered to (optional)
+
+Where the workspace is (:func:`workspace_location`, used by ``sessiongraph memory``, ``sessiongraph
+mcp`` and ``sessiongraph serve`` alike): ``--workspace``/``-w`` (a folder or a ``postgresql://``
+URL), else ``$SESSIONGRAPH_MEMORY`` (likewise), else ``memory.store``, else ``memory`` under the user
+data directory. With a URL the views go to ``--views``, else ``memory.views``, else
+``memory-<host>-<database>-<schema>`` beside the default workspace folder.
 
 ``SESSIONGRAPH_MEMORY_BACKEND=none`` turns memory off whatever the file says. The key itself is never
 read from the file: only the name of the environment variable that holds it.
@@ -18,6 +26,7 @@ read from the file: only the name of the environment variable that holds it.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,16 +41,25 @@ __all__ = [
     "BACKEND_ENV",
     "CONFIG_ENV",
     "ConfigError",
+    "MEMORY_ENV",
     "MemoryConfig",
     "MemoryOffError",
+    "WorkspaceLocation",
     "config_path",
+    "default_workspace",
+    "is_store_url",
     "load_config",
+    "views_folder",
+    "workspace_location",
 ]
 
 CONFIG_ENV = "SESSIONGRAPH_CONFIG"
 """The environment variable naming the settings file."""
 BACKEND_ENV = "SESSIONGRAPH_MEMORY_BACKEND"
 """The environment variable that overrides ``memory.backend`` (``none`` turns memory off)."""
+
+MEMORY_ENV = "SESSIONGRAPH_MEMORY"
+"""The environment variable naming the workspace: a folder or a ``postgresql://`` URL."""
 
 _BACKENDS = ("sqlite", "none")
 
@@ -87,6 +105,10 @@ class MemoryConfig:
     """The environment variable holding the key; None means the provider's usual one."""
     timeout: float = 60.0
     """Seconds one model call may take before it counts as unavailable (retryable)."""
+    store: str | None = None
+    """A ``postgresql://`` URL of a shared store of record; None keeps it in the workspace folder."""
+    views: str | None = None
+    """The local folder for the Markdown views of ``store`` (``~`` is expanded); None: the default."""
     source: str = "defaults"
     """Where ``backend`` was decided: the file's path, the environment variable, or ``defaults``."""
 
@@ -148,7 +170,8 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
     if not isinstance(memory, Mapping):
         raise ConfigError(where, "memory", "must be a table ([memory])")
     table = memory
-    unknown = sorted(set(table) - {"backend", "model", "base_url", "api_key_env", "timeout"})
+    known = {"backend", "model", "base_url", "api_key_env", "timeout", "store", "views"}
+    unknown = sorted(set(table) - known)
     if unknown:
         raise ConfigError(where, f"memory.{unknown[0]}", "unknown setting")
     backend = _typed(where, table, "backend", str, "sqlite")
@@ -172,7 +195,14 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
     timeout = _typed(where, table, "timeout", float, 60.0)
     if timeout <= 0:
         raise ConfigError(where, "memory.timeout", f"must be positive, got {timeout!r}")
+    store = _typed(where, table, "store", str, None)
+    if store is not None and not is_store_url(store):
+        raise ConfigError(
+            where, "memory.store", f"expected a postgresql:// URL, got {store.split(':', 1)[0]!r}"
+        )
     return MemoryConfig(
+        store=store,
+        views=_typed(where, table, "views", str, None),
         backend=backend,
         model=model,
         base_url=_typed(where, table, "base_url", str, None),
@@ -180,3 +210,97 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
         timeout=timeout,
         source=source,
     )
+
+
+def is_store_url(value: object) -> bool:
+    """Whether ``value`` names a PostgreSQL store of record (``postgresql://`` or ``postgres://``)."""
+    return isinstance(value, str) and value.startswith(("postgresql://", "postgres://"))
+
+
+def default_workspace() -> Path:
+    """The workspace folder used when nothing names one: ``memory`` under the user data directory."""
+    return Path(platformdirs.user_data_dir("sessiongraph")) / "memory"
+
+
+def views_folder(url: str) -> Path:
+    """The default views folder of a PostgreSQL store of record: one per host, database and schema.
+
+    Returns:
+        ``memory-<host>-<database>-<schema>`` beside :func:`default_workspace` (the schema is the
+        URL's ``?schema=``, else ``memory``; characters other than letters, digits, ``_.-`` become
+        ``_``).
+    """
+    from urllib.parse import parse_qs, urlsplit
+
+    parts = urlsplit(url)
+    schema = parse_qs(parts.query).get("schema", ["memory"])[0]
+    name = "-".join([parts.hostname or "local", parts.path.strip("/") or "db", schema])
+    return default_workspace().parent / ("memory-" + re.sub(r"[^A-Za-z0-9_.-]", "_", name))
+
+
+@dataclass(frozen=True)
+class WorkspaceLocation:
+    """Where a workspace is: the local folder, and the store of record when it is not in the folder.
+
+    ``MemoryWorkspace(loc.folder, store=loc.store)`` opens it.
+    """
+
+    folder: Path
+    """The workspace folder: the views, and the SQLite ``memory.db`` unless ``store`` is set."""
+    store: str | None = None
+    """The ``postgresql://`` URL of the store of record; None: ``memory.db`` in ``folder``."""
+    source: str = "defaults"
+    """What decided it, for messages: ``-w``, the environment variable, the settings file, ...."""
+
+    @property
+    def shown(self) -> str:
+        """The option a message names the folder by: ``--views DIR`` (a URL) or ``-w DIR``."""
+        return f"--views {self.folder}" if self.store else f"-w {self.folder}"
+
+
+def _expand(path: str | os.PathLike[str]) -> Path:
+    return Path(os.path.expanduser(str(path)))
+
+
+def workspace_location(
+    workspace: str | os.PathLike[str] | None = None,
+    views: str | os.PathLike[str] | None = None,
+    *,
+    config: MemoryConfig | None = None,
+    env: Mapping[str, str] | None = None,
+) -> WorkspaceLocation:
+    """Decide where the workspace is, the same way for every command and the server.
+
+    Args:
+        workspace: ``--workspace``/``-w``: a folder, or a ``postgresql://`` URL; None: what
+            ``$SESSIONGRAPH_MEMORY`` says, else ``memory.store`` of the settings file, else
+            :func:`default_workspace`.
+        views: ``--views``: the local folder for the views when the store of record is a URL (ignored
+            otherwise); None: ``memory.views``, else :func:`views_folder` of the URL.
+        config: The settings (:func:`load_config` when None).
+        env: The environment (``os.environ`` when None).
+
+    Returns:
+        The folder and the store URL (None for a SQLite workspace in the folder).
+
+    Raises:
+        ConfigError: the settings file is malformed (only read when ``config`` is None).
+    """
+    env = os.environ if env is None else env
+    if workspace is not None and str(workspace) != "":
+        chosen, source = str(workspace), "--workspace"
+    elif env.get(MEMORY_ENV):
+        chosen, source = env[MEMORY_ENV], MEMORY_ENV
+    else:
+        config = load_config(env=env) if config is None else config
+        if config.store is not None:
+            chosen, source = config.store, f"{config_path(env)}: memory.store"
+        else:
+            return WorkspaceLocation(default_workspace())
+    if not is_store_url(chosen):
+        return WorkspaceLocation(_expand(chosen), None, source)
+    if views is None:
+        config = load_config(env=env) if config is None else config
+        views = config.views
+    folder = _expand(views) if views else views_folder(chosen)
+    return WorkspaceLocation(folder, chosen, source)

@@ -129,9 +129,34 @@ class WorkspaceDatabase:
         self._depth -= 1
         self._commit(outer, name)
 
+    @contextmanager
+    def reading(self) -> Iterator[WorkspaceDatabase]:
+        """A read transaction: every statement in the block sees one snapshot of the store.
+
+        Inside an open :meth:`atomic` or :meth:`reading` block it adds nothing (the open transaction
+        already is one snapshot). Nothing may be written in the block; it ends with a rollback, so
+        a failure inside it leaves the connection as it was.
+
+        Raises:
+            WorkspaceStoreError: beginning or ending the transaction failed.
+        """
+        if self._depth > 0:
+            yield self
+            return
+        self.execute(self._read_begin)
+        self._depth += 1
+        try:
+            yield self
+        finally:
+            self._depth -= 1
+            self.execute("ROLLBACK")
+
+    _read_begin = "BEGIN"
+    """The statement that opens a read transaction (a snapshot taken at its first read)."""
+
     @property
     def in_transaction(self) -> bool:
-        """Whether an :meth:`atomic` block is open."""
+        """Whether an :meth:`atomic` (or :meth:`reading`) block is open."""
         return self._depth > 0
 
     def _begin(self, outer: bool, name: str) -> None:

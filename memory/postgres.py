@@ -127,6 +127,8 @@ class PostgresWorkspaceDatabase(WorkspaceDatabase):
         self.execute(f"SET lock_timeout = {int(timeout * 1000)}")
         self._use_schema()
 
+    _read_begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+
     def _use_schema(self) -> None:
         self.execute(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
         self.execute(f"SET search_path = {self.schema}")

@@ -24,7 +24,6 @@ This module is the workspace's face; the nouns behind it have a module each: :mo
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,6 +33,7 @@ from graph.models import Node, to_micros, utcnow
 from memory import caps
 from memory.archive import Archive
 from memory.changes import ChangeSet
+from memory.config import is_store_url
 from memory.database import SqliteWorkspaceDatabase, WorkspaceDatabase
 from memory.errors import UnknownRecordError, WorkspaceBusyError, WorkspaceStoreError
 from memory.history import restore as history_restore
@@ -58,11 +58,6 @@ __all__ = [
 def approx_tokens(text: str) -> int:
     """Estimate the tokens of ``text`` as one per four characters, at least one (the default counter)."""
     return max(1, (len(text) + 3) // 4)
-
-
-def is_store_url(value: str | os.PathLike[str] | None) -> bool:
-    """Whether ``value`` names a PostgreSQL store of record (``postgresql://`` or ``postgres://``)."""
-    return isinstance(value, str) and value.startswith(("postgresql://", "postgres://"))
 
 
 class MemoryWorkspace:

@@ -1,9 +1,12 @@
-"""The workspace: archive, transactions (create/update/delete/move/rewrite), views, search, index."""
+"""The workspace: archive, transactions (create/update/delete/move/rewrite), views, search, index.
+
+Each test runs on both backends of the store of record (``workspace_factory``: SQLite, and PostgreSQL
+when ``$SESSIONGRAPH_TEST_POSTGRES`` names a database) unless it says why it is SQLite's alone.
+"""
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
 
@@ -24,11 +27,13 @@ from memory import (
     TopicRecord,
     UpdateRecord,
 )
+from memory.errors import WorkspaceStoreError
+from tests.memory_backends import WorkspaceFactory, snapshot
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> MemoryWorkspace:
-    w = MemoryWorkspace(tmp_path / "ws")
+def ws(workspace_factory: WorkspaceFactory) -> Iterator[MemoryWorkspace]:
+    w = workspace_factory()
     yield w
     w.close()
 
@@ -61,15 +66,17 @@ def apply(ws: MemoryWorkspace, *changes: object) -> tuple[str, ...]:
 def test_archive_is_content_addressed_and_append_only(
     ws: MemoryWorkspace, src: list[Source]
 ) -> None:
-    before = ws.db_path.read_bytes()
+    before = snapshot(ws)
+    file_before = ws.db_path.read_bytes() if ws.store_url is None else b""
     again = ws.archive([])  # nothing new: no write at all
-    assert again == [] and ws.db_path.read_bytes() == before
+    assert again == [] and snapshot(ws) == before
+    if ws.store_url is None:  # not even the file's bytes change
+        assert ws.db_path.read_bytes() == file_before
     assert [s.id for s in ws.sources()] == [s.id for s in src]
-    raw = sqlite3.connect(ws.db_path)
     for sql in ("UPDATE sources SET text = 'x'", "DELETE FROM sources"):
-        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
-            raw.execute(sql)
-    raw.close()
+        with pytest.raises(WorkspaceStoreError, match="append-only"):
+            ws.conn.execute(sql)
+    assert snapshot(ws) == before
 
 
 def test_create_update_move_delete_and_views(ws: MemoryWorkspace, src: list[Source]) -> None:
@@ -197,8 +204,10 @@ def test_unknown_positions(ws: MemoryWorkspace, src: list[Source]) -> None:
         assert e.value.reason == Rejection.UNKNOWN_POSITION
 
 
-def test_core_md_budget_reports_left_out(tmp_path: Path, src: list[Source]) -> None:
-    ws = MemoryWorkspace(tmp_path / "ws", core_budget=12)
+def test_core_md_budget_reports_left_out(
+    workspace_factory: WorkspaceFactory, src: list[Source]
+) -> None:
+    ws = workspace_factory(core_budget=12)
     ws.archive([])
     ids = apply(
         ws, *(create(f"Core fact number {n} is here.", src[0], topic="core") for n in range(4))
@@ -239,17 +248,18 @@ def test_search_ranked_bounded_and_never_raises(ws: MemoryWorkspace, src: list[S
 
 
 def test_fts_index_absence_fails_loudly_and_open_restores_it(
-    tmp_path: Path, src: list[Source]
+    workspace_factory: WorkspaceFactory, ws: MemoryWorkspace, src: list[Source]
 ) -> None:
-    ws = MemoryWorkspace(tmp_path / "ws")
     apply(ws, create("Nightly build at 02:00.", src[0]))
-    ws.conn.execute("DROP TABLE records_fts")
+    if ws.store_url is None:
+        ws.conn.execute("DROP TABLE records_fts")
+    else:
+        ws.conn.execute("DROP INDEX records_search")
     with pytest.raises(SearchIndexMissingError):
         ws.search("build")
     ws.close()
-    ws = MemoryWorkspace(tmp_path / "ws")  # ensured idempotently at open, rebuilt from the records
-    assert len(ws.search("build")) == 1
-    ws.close()
-    ws = MemoryWorkspace(tmp_path / "ws")
-    assert len(ws.search("build")) == 1
-    ws.close()
+    again = workspace_factory()  # ensured idempotently at open, rebuilt from the records
+    assert len(again.search("build")) == 1
+    again.close()
+    again = workspace_factory()
+    assert len(again.search("build")) == 1

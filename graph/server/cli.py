@@ -2,7 +2,8 @@
 
 It binds 127.0.0.1 unless told otherwise (``--host``), on ``--port`` (0: any free port), prints the
 start URL with the random token and runs until Ctrl-C. Binding to another interface prints a warning
-on stderr; the token is still needed there.
+on stderr; the token is still needed there. ``-w``/``--workspace`` and ``--views`` are short for
+``--set memory.workspace=...`` and ``--set memory.views=...`` (the memory extension reads them).
 """
 
 from __future__ import annotations
@@ -37,6 +38,22 @@ def serve(
     open_browser: Annotated[
         bool, typer.Option("--open", help="Open the start URL in a browser.")
     ] = False,
+    workspace: Annotated[
+        str | None,
+        typer.Option(
+            "--workspace",
+            "-w",
+            help="The memory workspace: a folder or a postgresql:// URL (--set memory.workspace=).",
+        ),
+    ] = None,
+    views: Annotated[
+        str | None,
+        typer.Option(
+            "--views",
+            help="The local folder for the memory views of a postgresql:// workspace "
+            "(--set memory.views=).",
+        ),
+    ] = None,
     set_: Annotated[
         list[str] | None,
         typer.Option(
@@ -58,6 +75,9 @@ def serve(
             typer.echo(f"error: --set {item}: expected KEY=VALUE", err=True)
             raise typer.Exit(2)
         settings[key] = value
+    for key, given in (("memory.workspace", workspace), ("memory.views", views)):
+        if given is not None:
+            settings[key] = given
     if not 0 <= port <= 65535:
         typer.echo(f"error: --port {port}: not a port number (0..65535)", err=True)
         raise typer.Exit(2)

@@ -53,10 +53,11 @@ from graph.errors import (
     SchemaVersionError,
     StoreBusyError,
     StoreError,
+    UnknownNodeError,
     UnknownSessionError,
 )
 from graph.ids import NodeId, SessionId
-from graph.index import SessionIndex, is_summary_bits
+from graph.index import Eligible, SessionIndex, is_summary_bits, rewound_bits, sql_bit_tests
 from graph.models import Node, SearchHit, Session, from_micros, to_micros
 from graph.search import (
     RANKED_CANDIDATES,
@@ -711,6 +712,99 @@ class PostgresSessionStore(BaseStore):
             c.execute("DELETE FROM sessions WHERE id = ANY(%s)", (ids,))
 
     # ---------------------------------------------------------------- search
+
+    def _db_pending_walk(
+        self, session_id: str, head: str | None, provider: str, value: str, eligible: Eligible
+    ) -> SessionIndex | None:
+        """Walk the stored rows back from the head in one ``WITH RECURSIVE`` query, to the marker.
+
+        A row stops the walk when it is eligible (its bits match ``eligible``, it is not stamped
+        rewound, it is not a summary with covers) and carries ``provider``'s marker with ``value``;
+        a sibling-layout summary leads to its last covered node, every other row to its
+        predecessor. The ids, provider and value are bound parameters; only integers of
+        :func:`graph.index.sql_bit_tests` are written into the SQL. The rows come back as a partial
+        index that :func:`graph.walks.walk_pending` reads as it reads the whole one.
+
+        Raises:
+            UnknownSessionError: no such session.
+            UnknownNodeError: ``head`` is not a node of the session.
+            StoreBusyError, StoreError: the server failed (busy or lost: retryable).
+        """
+        test = sql_bit_tests("n.bits", eligible)
+        last = (
+            "(SELECT c.node_id FROM covers c WHERE c.summary_id = n.id"
+            " ORDER BY c.position DESC LIMIT 1)"
+        )
+        rewound = "EXISTS (SELECT 1 FROM rewound r WHERE r.node_id = n.id)"
+        columns = (
+            f"n.id, n.predecessor, n.bits, {last} AS last, {rewound} AS rewound,"
+            f" CASE WHEN {test.summary} AND {test.sibling}"
+            f" THEN coalesce({last}, n.predecessor) ELSE n.predecessor END AS next,"
+            f" {test.eligible} AND NOT ({test.summary} AND {last} IS NOT NULL)"
+            f" AND NOT {rewound}"
+            " AND EXISTS (SELECT 1 FROM marks m WHERE m.node_id = n.id"
+            " AND m.provider = %(p)s AND m.value = %(v)s) AS stop"
+        )
+        sql = (
+            f"WITH RECURSIVE up AS (SELECT {columns} FROM nodes n WHERE n.id = %(head)s"
+            f" AND n.session_id = %(sid)s UNION ALL SELECT {columns} FROM up"
+            " JOIN nodes n ON n.id = up.next WHERE NOT up.stop AND n.session_id = %(sid)s)"
+            " SELECT id, predecessor, bits, last, rewound, stop FROM up"
+        )
+        part = SessionIndex(session_id)
+        with _translated():
+            row = self.conn.execute(
+                "SELECT head FROM sessions WHERE id = %s", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise UnknownSessionError(session_id)
+            part.head = row[0] if head is None else head
+            if part.head is None:
+                return part
+            summaries: list[str] = []
+            for nid, p, bits, last_covered, was_rewound, stop in self.conn.execute(
+                sql, {"head": part.head, "sid": session_id, "p": provider, "v": value}
+            ):
+                part.pred[nid] = p
+                part.bits[nid] = rewound_bits(bits) if was_rewound else bits
+                if last_covered is not None:
+                    summaries.append(nid)
+                if stop:
+                    part.add_marks(provider, value, [nid])
+            if not part.pred:
+                raise UnknownNodeError(part.head, session_id)
+            if summaries:
+                got: dict[str, list[str]] = {}
+                for s_id, n_id in self.conn.execute(
+                    "SELECT summary_id, node_id FROM covers WHERE summary_id = ANY(%s)"
+                    " ORDER BY summary_id, position",
+                    (summaries,),
+                ):
+                    got.setdefault(s_id, []).append(n_id)
+                for s_id, ns in got.items():
+                    part.covers[s_id] = tuple(ns)
+        return part
+
+    def _db_node_extras(
+        self, session_id: str, ids: Sequence[str]
+    ) -> tuple[dict[str, dict[str, tuple[str, ...]]], set[str]]:
+        """The markers and rewound stamps of ``ids``, read by id (no index of the session built)."""
+        found: dict[str, dict[str, list[str]]] = {}
+        with _translated():
+            for nid, provider, value in self.conn.execute(
+                "SELECT node_id, provider, value FROM marks WHERE node_id = ANY(%s)", (list(ids),)
+            ):
+                found.setdefault(nid, {}).setdefault(provider, []).append(value)
+            rewound = {
+                str(r[0])
+                for r in self.conn.execute(
+                    "SELECT node_id FROM rewound WHERE node_id = ANY(%s)", (list(ids),)
+                )
+            }
+        written = {
+            n: {p: tuple(sorted(vs)) for p, vs in sorted(by.items())} for n, by in found.items()
+        }
+        return written, rewound
 
     def _db_search(
         self,

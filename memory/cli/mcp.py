@@ -2,7 +2,7 @@
 
 Registered on the ``sessiongraph`` application through the ``sessiongraph.cli`` entry-point group::
 
-    sessiongraph [--db FILE] mcp [--workspace DIR] [--follow PATH]... [--no-follow]
+    sessiongraph [--db FILE] mcp [--workspace DIR|URL [--views DIR]] [--follow PATH]... [--no-follow]
     sessiongraph [--db FILE] mcp --http [--host 127.0.0.1] [--port 8765] [--token TOKEN]
 
 Over stdio (the default) the client starts the command and talks on its stdin/stdout; nothing else is
@@ -15,6 +15,10 @@ A request without it gets 401 and reaches no tool.
 Before each tool call the server imports what was appended to the followed transcript folders: the
 ``--follow`` paths, else the runtimes' own folders (``~/.claude/projects``, ``~/.pi/agent/sessions``,
 ``~/.codex/sessions``); ``--no-follow`` reads the store as it is.
+
+The workspace is found as for ``sessiongraph memory``: ``-w`` (a folder, or a ``postgresql://`` URL
+of a shared store of record whose views go to ``--views DIR``), else ``$SESSIONGRAPH_MEMORY``, else
+the settings file's ``memory.store``, else the user data directory's ``memory``.
 
 With memory off (``memory.backend = "none"`` in the settings file, or
 ``SESSIONGRAPH_MEMORY_BACKEND=none``) only the look-up tools are served: no memory tool, resource or
@@ -91,11 +95,20 @@ class TokenGate:
 def mcp_command(
     ctx: typer.Context,
     workspace: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--workspace",
             "-w",
-            help="Memory workspace directory (default: $SESSIONGRAPH_MEMORY or user data dir).",
+            help="Memory workspace directory, or a postgresql:// URL of a shared store of record "
+            "(default: $SESSIONGRAPH_MEMORY, memory.store, or the user data dir).",
+        ),
+    ] = None,
+    views: Annotated[
+        Path | None,
+        typer.Option(
+            "--views",
+            help="Local folder for the Markdown views when the workspace is a postgresql:// URL "
+            "(default: memory.views, else memory-<host>-<db>-<schema> beside the default one).",
         ),
     ] = None,
     follow: Annotated[
@@ -128,27 +141,27 @@ def mcp_command(
     from rich.markup import escape
 
     from graph.importers import default_locations
-    from memory.cli.memory import default_workspace
     from memory.mcp_server import build_server
     from memory.workspace import MemoryWorkspace
 
     err = Console(stderr=True)
     paths = [] if no_follow else list(follow or default_locations())
     from graph.terminal import CommandLineError
-    from memory.config import ConfigError, load_config
+    from memory.config import ConfigError, load_config, workspace_location
     from memory.errors import MemoryLayerError
 
     try:
-        memory_on = load_config().enabled  # memory off: the look-up tools only, no workspace
+        config = load_config()
+        where = workspace_location(workspace, views, config=config)
     except ConfigError as e:
         raise CommandLineError("config", str(e)) from None
     store = open_store(ctx)
-    where = workspace or default_workspace()
     try:
-        ws = MemoryWorkspace(where) if memory_on else None
+        # memory off: the look-up tools only, no workspace
+        ws = MemoryWorkspace(where.folder, store=where.store) if config.enabled else None
     except (MemoryLayerError, OSError) as e:  # a newer library's workspace, a bad folder, ...
         store.close()
-        raise CommandLineError(f"--workspace {where}", str(e)) from None
+        raise CommandLineError("--workspace" if where.store else where.shown, str(e)) from None
     try:
         server = build_server(store, ws, paths)
         if not http:

@@ -22,8 +22,10 @@ can see what memory holds, find it with the words they used, correct it and dele
     sessiongraph memory status [--json]                workspace id, counts, pending turns, last failure
     sessiongraph memory reset [--yes]                  a new workspace id: every session pending again
 
-The workspace is ``--workspace DIR`` (before the command), else ``$SESSIONGRAPH_MEMORY``, else ``memory``
-under the user data directory; the session store is the ``sessiongraph --db`` one. ``RECORD`` is a
+The workspace is ``--workspace DIR`` (before the command), else ``$SESSIONGRAPH_MEMORY``, else the
+settings file's ``memory.store``, else ``memory`` under the user data directory; ``-w`` and the variable
+also take a ``postgresql://`` URL (a shared store of record, its views in ``--views DIR``, else
+``memory.views``, else a folder per host, database and schema); the session store is the ``sessiongraph --db`` one. ``RECORD`` is a
 record id or a unique prefix or suffix of one (the tables show the short form: ``…`` and the shortest
 unique end, at least 8 characters; ``--full`` shows whole ids, as ``--json`` always does). Errors print
 ``error: ...`` on stderr with exit status 1; a refused edit names ``file:line`` and keeps the edited
@@ -33,7 +35,6 @@ copy, saying how to apply it again.
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import subprocess
 import tempfile
@@ -58,7 +59,13 @@ from memory.adding import DEFAULT_ADD_TOPIC, add_memory, cited_nodes
 from memory.branches import BranchView, alternatives
 from memory.caps import CapExceeded
 from memory.completion import writer_for
-from memory.config import ConfigError, MemoryOffError, load_config
+from memory.config import (
+    ConfigError,
+    MemoryOffError,
+    WorkspaceLocation,
+    load_config,
+    workspace_location,
+)
 from memory.editing import apply_edits, stage_topics
 from memory.errors import MemoryLayerError
 from memory.forget import forget_session
@@ -120,13 +127,12 @@ def _console(stderr: bool = False) -> Console:
 
 
 def default_workspace() -> Path:
-    """The workspace used without ``--workspace``: ``$SESSIONGRAPH_MEMORY`` or the user data dir."""
-    env = os.environ.get("SESSIONGRAPH_MEMORY")
-    if env:
-        return Path(os.path.expanduser(env))
-    import platformdirs
+    """The workspace folder used without ``--workspace``: ``$SESSIONGRAPH_MEMORY`` or the user data dir.
 
-    return Path(platformdirs.user_data_dir("sessiongraph")) / "memory"
+    A ``postgresql://`` URL there (or ``memory.store`` in the settings file) gives the folder of its
+    views; :func:`memory.config.workspace_location` says both.
+    """
+    return workspace_location().folder
 
 
 def add_memory_app(app: typer.Typer) -> None:
@@ -152,7 +158,8 @@ def _memory(
         typer.Option(
             "--views",
             help="Local folder for the Markdown views when -w is a postgresql:// URL "
-            "(default: memory-<host>-<db>-<schema> beside the default workspace).",
+            "(default: memory.views of the settings file, else memory-<host>-<db>-<schema> "
+            "beside the default workspace).",
         ),
     ] = None,
 ) -> None:
@@ -162,29 +169,19 @@ def _memory(
     except (ConfigError, MemoryOffError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None
-    store: str | None = None
-    if workspace is not None and workspace.startswith(("postgresql://", "postgres://")):
-        store = workspace
-        chosen = Path(os.path.expanduser(str(views))) if views else _views_folder(str(store))
-    else:
-        chosen = Path(os.path.expanduser(str(workspace))) if workspace else default_workspace()
+    try:
+        where = workspace_location(workspace, views, config=config)
+    except ConfigError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from None
     ctx.obj = {
         **(ctx.obj or {}),
-        "workspace": chosen,
+        "workspace": where.folder,
         "workspace_arg": workspace,
-        "store": store,
+        "views_arg": views,
+        "store": where.store,
         "config": config,
     }
-
-
-def _views_folder(url: str) -> Path:
-    """The default views folder of a PostgreSQL store of record: one per host, database and schema."""
-    from urllib.parse import parse_qs, urlsplit
-
-    parts = urlsplit(url)
-    schema = parse_qs(parts.query).get("schema", ["memory"])[0]
-    name = "-".join([parts.hostname or "local", parts.path.strip("/") or "db", schema])
-    return default_workspace().parent / ("memory-" + re.sub(r"[^A-Za-z0-9_.-]", "_", name))
 
 
 def _again(ctx: typer.Context, *command: str) -> str:
@@ -200,6 +197,8 @@ def _again(ctx: typer.Context, *command: str) -> str:
     words.append("memory")
     if obj.get("workspace_arg") is not None:
         words += ["-w", str(obj["workspace_arg"])]
+    if obj.get("views_arg") is not None and obj.get("store"):
+        words += ["--views", str(obj["views_arg"])]
     return shlex.join([*words, *command])
 
 
@@ -228,7 +227,7 @@ def _ws(ctx: typer.Context) -> MemoryWorkspace:
 
     path: Path = ctx.obj["workspace"]
     store: str | None = ctx.obj.get("store")
-    where = f"--views {path}" if store else f"-w {path}"
+    where = WorkspaceLocation(path, store).shown
     if path.exists() and not path.is_dir():
         raise ValueError(f"{where}: is a file; a workspace is a folder")
     try:

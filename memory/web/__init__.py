@@ -2,8 +2,10 @@
 
 Registered through the ``sessiongraph.server`` entry-point group (:func:`extension`), so the graph
 package's server never imports memory. The workspace is the ``memory.workspace`` setting
-(``sessiongraph serve --set memory.workspace=DIR``), else ``$SESSIONGRAPH_MEMORY``, else the user data
-directory's ``memory``; ``memory.core.inject`` (``true``/``false``, default true) and
+(``sessiongraph serve -w DIR``, or ``--set memory.workspace=DIR``: a folder, or a ``postgresql://`` URL
+of a shared store of record whose views go to ``--views DIR``, the ``memory.views`` setting), else
+``$SESSIONGRAPH_MEMORY``, else the settings file's ``memory.store``, else the user data directory's
+``memory``, found as ``sessiongraph memory`` finds it; ``memory.core.inject`` (``true``/``false``, default true) and
 ``memory.recent.limit`` (default 50) shape the Core and Recent sections. With memory off
 (``memory.backend = "none"``, or ``SESSIONGRAPH_MEMORY_BACKEND=none``) the extension adds nothing.
 """
@@ -14,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from graph.server.app import Extension, NavLink, ServerContext
-from memory.config import load_config
+from memory.config import load_config, workspace_location
 from memory.web import api, pages
 from memory.web.api import MemoryHandle
 
@@ -34,7 +36,8 @@ def extension(
 
     Args:
         ctx: The server's context (the store and the ``--set`` settings).
-        workspace: The workspace directory; None reads the settings as the module doc says.
+        workspace: The workspace folder or ``postgresql://`` URL; None reads the settings as the
+            module doc says.
         env: The environment the memory settings are read from (default ``os.environ``).
 
     Returns:
@@ -46,15 +49,19 @@ def extension(
     Raises:
         memory.config.ConfigError: the settings file is malformed.
     """
-    from memory.cli.memory import default_workspace
-
-    if not load_config(env=env).enabled:
+    config = load_config(env=env)
+    if not config.enabled:
         return None
-
-    path = workspace or ctx.settings.get("memory.workspace") or default_workspace()
+    where = workspace_location(
+        workspace or ctx.settings.get("memory.workspace"),
+        ctx.settings.get("memory.views"),
+        config=config,
+        env=env,
+    )
     limit_raw = ctx.settings.get("memory.recent.limit", "50")
     handle = MemoryHandle(
-        str(path),
+        str(where.folder),
+        store=where.store,
         inject=_flag(ctx.settings.get("memory.core.inject", "true")),
         recent_limit=int(limit_raw) if limit_raw.isdigit() and int(limit_raw) > 0 else 50,
     )

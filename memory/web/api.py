@@ -90,13 +90,17 @@ class MemoryHandle:
     """The server's workspace, opened on first use, and the settings that shape what it shows.
 
     Args:
-        path: The workspace directory.
+        path: The workspace directory (its views only, when ``store`` is set).
         inject: Whether the core block is injected (the ``memory.core.inject`` setting).
         recent_limit: Records the Recent section shows (``memory.recent.limit``).
+        store: A ``postgresql://`` URL of the store of record; None keeps it in ``path``.
     """
 
-    def __init__(self, path: str, *, inject: bool = True, recent_limit: int = 50) -> None:
+    def __init__(
+        self, path: str, *, inject: bool = True, recent_limit: int = 50, store: str | None = None
+    ) -> None:
         self.path = path
+        self.store = store
         self.inject = inject
         self.recent_limit = recent_limit
         self._ws: MemoryWorkspace | None = None
@@ -106,7 +110,7 @@ class MemoryHandle:
     def ws(self) -> MemoryWorkspace:
         """The workspace (opened, or created, on first use)."""
         if self._ws is None:
-            self._ws = MemoryWorkspace(self.path)
+            self._ws = MemoryWorkspace(self.path, store=self.store)
         return self._ws
 
     def cached(self, name: str, compute: Callable[[], Any]) -> Any:

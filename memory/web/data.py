@@ -190,12 +190,9 @@ def core_state(ws: MemoryWorkspace, *, inject: bool = True) -> dict[str, Any]:
         ``left_out`` (core records over the budget), ``records`` (core records) and ``revision``.
         Read in one read transaction, so an install running meanwhile is seen whole or not at all.
     """
-    ws.conn.execute("BEGIN")
-    try:
+    with ws.conn.reading():
         revision = ws.revision
         records = ws.records(CORE_TOPIC)
-    finally:
-        ws.conn.execute("COMMIT")
     canonical = render_topic(CORE_TOPIC, records) if records else ""
     block = render_core(records, ws.core_budget, ws.count_tokens)
     path = ws.views_path / "topics" / f"{CORE_TOPIC}.md"

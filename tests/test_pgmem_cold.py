@@ -1,0 +1,130 @@
+"""A fresh PostgreSQL store answers pending by a recursive walk of its rows, as the index would.
+
+The scenario has forks, a rewind, both compaction layouts and markers of two values; from every node
+as the head and for three predicates, a store with no index cached must give what a store with the
+index gives, without building the index. Runs with ``$SESSIONGRAPH_TEST_POSTGRES`` (skipped without
+it, required in CI).
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from builder import build, chain
+
+from graph import Eligible, Kind, Role, UnknownNodeError, UnknownSessionError
+from graph.index import MEMORY_ELIGIBLE
+from tests.conftest import postgres_url
+
+WITH_SUMMARIES = Eligible(kinds=frozenset({Kind.MESSAGE, Kind.SUMMARY}))
+ANY_ROLE = Eligible(roles=frozenset(Role), require_text=False, exclude_scheduled=False)
+
+Opener = Callable[[], Any]
+
+
+@pytest.fixture
+def opener() -> Iterator[Opener]:
+    """Opens new PostgresSessionStore handles on one fresh schema, dropped afterwards."""
+    import psycopg
+
+    from graph.store.postgres import PostgresSessionStore
+
+    url = postgres_url()
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    opened: list[Any] = []
+
+    def open_one() -> Any:
+        s = PostgresSessionStore(url, schema=schema)
+        opened.append(s)
+        return s
+
+    yield open_one
+    for s in opened:
+        s.close()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+def _no_index(store: Any) -> None:
+    """Make building any session's index fail, so an answer proves it was walked on the rows."""
+
+    def refuse(session_id: str) -> Any:
+        raise AssertionError(f"the index of {session_id} was built")
+
+    store._index = refuse
+
+
+def _scenario(st: Any, seed: int) -> tuple[str, list[str]]:
+    rnd = random.Random(seed)
+    sid = build(st, f"{chain('m', 1, 12)}; m4-f1-f2-f3; m8-g1-g2")
+    st.set_head(sid, "m12")
+    st.rewind(sid, "m10")
+    st.append(sid, "after the rewind", role="user", id="r1")
+    st.append(sid, "and on", role="assistant", id="r2")
+    st.compact(sid, ["m1", "m2", "m3"], "summary of m1..m3", id="s1")  # inline, at the head
+    st.append(sid, "later", role="user", id="r3")
+    st.compact(sid, ["f2", "f3"], "summary of f2..f3", layout="sibling", id="s2")
+    st.append(sid, "on the sibling", role="assistant", id="s2a")
+    st.append(sid, "no text", role="user", id="e1", predecessor="r3", metadata={"scheduled": True})
+    st.set_head(sid, "e1")
+    order = list(st.index(sid).pred)
+    for value in ("w1", "w2"):
+        prefix = order[: rnd.randrange(len(order))]
+        for head in [*st.tips(sid), "s2a"]:
+            todo = [n for n in st.pending_ids(sid, "memory", value, head=head) if n in prefix]
+            if todo:
+                st.mark(sid, todo, "memory", value)
+    return sid, order
+
+
+@pytest.mark.parametrize("seed", range(3), ids=lambda s: f"seed{s}")
+def test_cold_pending_equals_the_indexed_walk_from_every_node(opener: Opener, seed: int) -> None:
+    warm = opener()
+    sid, order = _scenario(warm, seed)
+    cold = opener()
+    _no_index(cold)
+    for eligible in (MEMORY_ELIGIBLE, WITH_SUMMARIES, ANY_ROLE):
+        for head in [None, *order]:
+            for value in ("w1", "w2", "never"):
+                want = warm.pending_ids(sid, "memory", value, head=head, eligible=eligible)
+                got = cold.pending_ids(sid, "memory", value, head=head, eligible=eligible)
+                assert got == want, (eligible, head, value)
+                nodes = cold.pending(sid, "memory", value, head=head, eligible=eligible)
+                assert nodes == warm.pending(sid, "memory", value, head=head, eligible=eligible)
+    assert sid not in cold._cache
+
+
+def test_cold_pending_reads_the_walk_not_the_session(opener: Opener) -> None:
+    st = opener()
+    sid = build(st, chain("m", 1, 400))
+    st.mark(sid, [f"m{i}" for i in range(1, 391)], "memory", "w")
+    st.mark(sid, [f"m{i}" for i in range(1, 396)], "other", "x")
+    cold = opener()
+    _no_index(cold)
+    got = cold.pending(sid, "memory", "w")
+    assert [n.id for n in got] == [f"m{i}" for i in range(391, 401)]
+    assert [n.id for n in got if n.written == {"other": ("x",)}] == [
+        f"m{i}" for i in range(391, 396)
+    ]
+    assert cold.pending_ids(sid, "memory", "w") == [n.id for n in got]
+
+
+def test_cold_pending_raises_for_unknown_sessions_and_heads(opener: Opener) -> None:
+    st = opener()
+    sid = build(st, chain("m", 1, 3))
+    st.create_session("empty", id="empty")
+    other = build(st, chain("o", 1, 2), session="t")
+    cold = opener()
+    _no_index(cold)
+    with pytest.raises(UnknownSessionError):
+        cold.pending("nope", "memory", "w")
+    with pytest.raises(UnknownNodeError):
+        cold.pending_ids(sid, "memory", "w", head="nope")
+    with pytest.raises(UnknownNodeError):
+        cold.pending(sid, "memory", "w", head="o1")  # a node of another session
+    assert cold.pending("empty", "memory", "w") == []
+    assert [n.id for n in cold.pending(other, "memory", "w")] == ["o1", "o2"]
