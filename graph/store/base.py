@@ -53,11 +53,15 @@ from graph.index import (
 )
 from graph.models import (
     Content,
+    ImageBlock,
     Kind,
     Node,
     Role,
     SearchHit,
     Session,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
     content_text,
     from_micros,
     to_micros,
@@ -246,6 +250,34 @@ def _construct_node(values: dict[str, Any]) -> Node:
     _set_extra(node, None)
     _set_private(node, None)
     return node
+
+
+_BLOCK_TYPES = frozenset({TextBlock, ToolCallBlock, ToolResultBlock, ImageBlock})
+
+
+def _appended_node(values: dict[str, Any]) -> Node:
+    """The :class:`Node` of :meth:`BaseStore.append`'s arguments, validated only where it could fail.
+
+    ``values`` holds every field in field order, kind and role already converted to their enums.
+    When the ids are ``str``, the content a ``str`` or blocks that are already block models, the
+    time a ``datetime`` and the metadata's keys ``str``, validation would return the same values, so
+    the node is built from them directly (it costs a few microseconds of every append); anything
+    else (blocks given as dicts, a time as text) goes through ``Node``'s validation.
+
+    Raises:
+        pydantic.ValidationError: a value that is not what ``Node`` holds.
+    """
+    content = values["content"]
+    predecessor = values["predecessor"]
+    trusted = (
+        type(values["id"]) is str
+        and type(values["session_id"]) is str
+        and (predecessor is None or type(predecessor) is str)
+        and (type(content) is str or all(type(b) in _BLOCK_TYPES for b in content))
+        and type(values["created_at"]) is datetime
+        and all(type(k) is str for k in values["metadata"])
+    )
+    return _construct_node(values) if trusted else Node(**values)
 
 
 _DIRECT_READ = (
@@ -806,15 +838,18 @@ class BaseStore(ABC):
         """
         with self.atomic():
             idx = self._index(session_id)
-            node = Node(
-                id=NodeId(id or new_id()),
-                session_id=SessionId(session_id),
-                predecessor=idx.head if predecessor is HEAD else predecessor,
-                kind=Kind(kind),
-                role=Role(role),
-                content=content if isinstance(content, str) else tuple(content),
-                created_at=created_at or utcnow(),
-                metadata=dict(metadata or {}),
+            node = _appended_node(
+                {
+                    "id": NodeId(id or new_id()),
+                    "session_id": SessionId(session_id),
+                    "predecessor": idx.head if predecessor is HEAD else predecessor,
+                    "kind": Kind(kind),
+                    "role": Role(role),
+                    "content": content if isinstance(content, str) else tuple(content),
+                    "created_at": created_at or utcnow(),
+                    "metadata": dict(metadata or {}),
+                    "covers": (),
+                }
             )
             added = self._add(idx, [node], head=node.id if move_head else HEAD, fresh=id is None)
             return node if added else self.node(node.id)
