@@ -1357,20 +1357,34 @@ class BaseStore(ABC):
         back from the head to the newest marker instead of building the index first, so the cost is
         the walk, not the session's size.
         """
-        cold = self._cold_pending(session_id, provider, value, head, eligible)
-        if cold is not None:
-            return cold  # type: ignore[return-value]
-        idx = self._index(session_id)
-        ids = walks.walk_pending(idx, self._head(idx, head), provider, value, eligible).ids
+        self._note_changes()
+        idx = self._cache.get(session_id)
+        if idx is None or idx.stale:  # one freshness check when the index is cached and current
+            cold = self._cold_pending(session_id, provider, value, head, eligible, noted=True)
+            if cold is not None:
+                return cold  # type: ignore[return-value]
+            idx = self._index(session_id)
+        ids = walks.pending_ids(idx, self._head(idx, head), provider, value, eligible)
         return ids  # type: ignore[return-value]
 
     def _cold_pending(
-        self, session_id: str, provider: str, value: str, head: str | None, eligible: Eligibility
+        self,
+        session_id: str,
+        provider: str,
+        value: str,
+        head: str | None,
+        eligible: Eligibility,
+        *,
+        noted: bool = False,
     ) -> list[str] | None:
-        """The pending ids walked on the backend's rows when no index is cached, else None."""
+        """The pending ids walked on the backend's rows when no index is cached, else None.
+
+        ``noted``: the caller has just checked for other writers' changes (it is not asked again).
+        """
         if not isinstance(eligible, Eligible):
             return None
-        self._note_changes()
+        if not noted:
+            self._note_changes()
         if session_id in self._cache:
             return None  # cached: a refresh reads only what changed, and the walk is in memory
         part = self._db_pending_walk(session_id, head, provider, value, eligible)
