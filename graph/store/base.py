@@ -267,17 +267,17 @@ def _appended_node(values: dict[str, Any]) -> Node:
     Raises:
         pydantic.ValidationError: a value that is not what ``Node`` holds.
     """
-    content = values["content"]
-    predecessor = values["predecessor"]
-    trusted = (
+    content, metadata, predecessor = values["content"], values["metadata"], values["predecessor"]
+    if (
         type(values["id"]) is str
         and type(values["session_id"]) is str
         and (predecessor is None or type(predecessor) is str)
-        and (type(content) is str or all(type(b) in _BLOCK_TYPES for b in content))
         and type(values["created_at"]) is datetime
-        and all(type(k) is str for k in values["metadata"])
-    )
-    return _construct_node(values) if trusted else Node(**values)
+        and (type(content) is str or all(type(b) in _BLOCK_TYPES for b in content))
+        and (not metadata or all(type(k) is str for k in metadata))
+    ):
+        return _construct_node(values)
+    return Node(**values)
 
 
 _DIRECT_READ = (
