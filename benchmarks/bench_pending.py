@@ -8,7 +8,8 @@ off 20 nodes before the old chain's end (a user edited a message and went on). F
 * bare dict walk: the floor, an inline loop over the index's plain dicts that stops at the first
   marker, over the same nodes the marker walk visits;
 * ``graph.walks.walk_pending`` on the cached index (the marker walk alone);
-* ``store.pending_ids``: the walk plus the index freshness check (one ``PRAGMA data_version``);
+* ``store.pending_ids``: the walk plus the index freshness check (one read of the WAL-index header);
+  its bar is 3x the bare walk, the others' 5x;
 * ``store.pending``: the same, plus reading and decoding the 10 pending nodes' payloads;
 * the id-set oracle and the ordinal cursor on the index (no payloads read: their cheapest form);
   the ordinal cursor's position is the old chain's length, beyond the head's new, shorter branch, so
@@ -242,7 +243,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             f"{name} / bare dict walk at {big:.0e}",
             bench.ratio(g, name, "bare dict walk (floor)", big),
             "<=",
-            5,
+            3 if name == "store.pending_ids" else 5,  # the ids alone: issue 18's bar
         )
     for oracle, name in (
         ("id-set oracle on the index (no payloads)", "store.pending_ids"),

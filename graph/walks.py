@@ -40,6 +40,7 @@ __all__ = [
     "is_ancestor",
     "live_tips",
     "marker_gaps",
+    "pending_ids",
     "walk_pending",
 ]
 
@@ -111,6 +112,32 @@ def walk_pending(
         n = pred[n]
     out.reverse()
     return PendingWalk(out, visited)
+
+
+def pending_ids(
+    index: Index, head: str | None, provider: str, value: str, eligible: Eligibility
+) -> list[str]:
+    """``walk_pending(...).ids``, without counting the nodes visited: the store's hot path.
+
+    A session with no compaction summary to jump over, tested by an :class:`Eligible`, is walked
+    with one mask test per node (the loop a bare dict walk would be); any other goes through
+    :func:`walk_pending`. Raises what :func:`walk_pending` raises.
+    """
+    if index.covers or not isinstance(eligible, Eligible):
+        return walk_pending(index, head, provider, value, eligible).ids
+    pm = index.marks.get((provider, value)) or ()
+    pred, bits = index.pred, index.bits
+    mask, codes = eligible.mask, eligible.codes
+    out: list[str] = []
+    n = head
+    while n is not None:
+        if bits[n] & mask in codes:
+            if n in pm:
+                break
+            out.append(n)
+        n = pred[n]
+    out.reverse()
+    return out
 
 
 def find_marker_gap(

@@ -3,7 +3,9 @@
 The graph's own commands (``import`` and ``export`` included) are registered directly, so the CLI of a
 checkout that is not pip-installed is complete. Other packages extend it through the ``sessiongraph.cli``
 entry-point group: each entry point names a function ``register(app: typer.Typer) -> None`` (the memory
-package adds ``sessiongraph memory`` this way, so ``graph`` never imports ``memory``).
+package adds ``sessiongraph memory`` this way, so ``graph`` never imports ``memory``), and is named
+after the command it adds (a function adding several is listed once under each name): a command line
+loads only the entry point of the command it names, ``--help`` loads them all.
 
 The store is ``--db PATH``, else ``$SESSIONGRAPH_DB``, else ``sessiongraph.db`` in the user's data
 directory (platformdirs); a leading ``~`` is expanded in both. Ids are printed in their short form
@@ -786,25 +788,64 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _register_commands(args: list[str]) -> None:
-    """Add the commands of the ``sessiongraph.cli`` entry points (each adds its own only once).
+    """Add the commands a command line needs: only the one it names, or all for ``--help``.
 
-    A command of this module (``sessions``, ``show``, ...) needs none of them, so they are not
-    loaded for it: that keeps the quick commands quick.
+    ``import`` and ``export`` come from :mod:`graph.cli.importing`; other packages' commands from
+    the ``sessiongraph.cli`` entry points, each named after the command it adds (a function that
+    adds several commands is listed under each of their names). A command line naming a command
+    loads only what adds that command, so ``sessions`` loads no entry point and ``recent`` neither
+    the server nor the importers. No command (``sessiongraph --help``), or a name no entry point
+    has (an unknown command, a package whose entry point is named otherwise), loads them all, so
+    ``--help`` lists every command and click's "No such command" knows them all. Each register
+    function adds its commands once, so calling this again adds nothing.
+
+    Args:
+        args: The command line without the program name (``["--db", "x.db", "recent"]``).
     """
-    own = {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}
-    words = [a for a in args if not a.startswith("-")]
-    # The first word that is not an option or the value of --db names the command.
-    skip = {args[i + 1] for i, a in enumerate(args[:-1]) if a == "--db"}
-    command = next((w for w in words if w not in skip), None)
-    if command in own and "--help" not in args:
-        return
+    command = _command_word(args)
+    if command is not None:
+        if command in _registered():
+            return
+        if command in _IMPORTING:
+            from graph.cli.importing import register  # imports this module: not at import time
+
+            register(app)
+            return
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group="sessiongraph.cli"):
+            if ep.name == command:
+                ep.load()(app)
+        if command in _registered():
+            return
     from importlib.metadata import entry_points
 
-    from graph.cli.importing import register  # imports this module: registered here, not at import
+    from graph.cli.importing import register
 
     register(app)
     for ep in entry_points(group="sessiongraph.cli"):
         ep.load()(app)
+
+
+_IMPORTING = frozenset({"import", "export"})
+"""The commands :mod:`graph.cli.importing` adds (it loads the importers, so only for them)."""
+
+
+def _registered() -> set[str]:
+    """The names of the commands and command groups registered on :data:`app` so far."""
+    names = {c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands}
+    return names | {g.name or "" for g in app.registered_groups}
+
+
+def _command_word(args: list[str]) -> str | None:
+    """The command a command line names: its first word that is not an option or ``--db``'s value."""
+    for i, a in enumerate(args):
+        if a.startswith("-"):
+            continue
+        if i and args[i - 1] == "--db":
+            continue
+        return a
+    return None
 
 
 if __name__ == "__main__":

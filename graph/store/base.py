@@ -53,11 +53,15 @@ from graph.index import (
 )
 from graph.models import (
     Content,
+    ImageBlock,
     Kind,
     Node,
     Role,
     SearchHit,
     Session,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
     content_text,
     from_micros,
     to_micros,
@@ -264,6 +268,34 @@ def _construct_node(values: dict[str, Any]) -> Node:
     _set_extra(node, None)
     _set_private(node, None)
     return node
+
+
+_BLOCK_TYPES = frozenset({TextBlock, ToolCallBlock, ToolResultBlock, ImageBlock})
+
+
+def _appended_node(values: dict[str, Any]) -> Node:
+    """The :class:`Node` of :meth:`BaseStore.append`'s arguments, validated only where it could fail.
+
+    ``values`` holds every field in field order, kind and role already converted to their enums.
+    When the ids are ``str``, the content a ``str`` or blocks that are already block models, the
+    time a ``datetime`` and the metadata's keys ``str``, validation would return the same values, so
+    the node is built from them directly (it costs a few microseconds of every append); anything
+    else (blocks given as dicts, a time as text) goes through ``Node``'s validation.
+
+    Raises:
+        pydantic.ValidationError: a value that is not what ``Node`` holds.
+    """
+    content, metadata, predecessor = values["content"], values["metadata"], values["predecessor"]
+    if (
+        type(values["id"]) is str
+        and type(values["session_id"]) is str
+        and (predecessor is None or type(predecessor) is str)
+        and type(values["created_at"]) is datetime
+        and (type(content) is str or all(type(b) in _BLOCK_TYPES for b in content))
+        and (not metadata or all(type(k) is str for k in metadata))
+    ):
+        return _construct_node(values)
+    return Node(**values)
 
 
 _DIRECT_READ = (
@@ -837,15 +869,18 @@ class BaseStore(ABC):
         """
         with self.atomic():
             idx = self._index(session_id)
-            node = Node(
-                id=NodeId(id or new_id()),
-                session_id=SessionId(session_id),
-                predecessor=idx.head if predecessor is HEAD else predecessor,
-                kind=Kind(kind),
-                role=Role(role),
-                content=content if isinstance(content, str) else tuple(content),
-                created_at=created_at or utcnow(),
-                metadata=dict(metadata or {}),
+            node = _appended_node(
+                {
+                    "id": NodeId(id or new_id()),
+                    "session_id": SessionId(session_id),
+                    "predecessor": idx.head if predecessor is HEAD else predecessor,
+                    "kind": Kind(kind),
+                    "role": Role(role),
+                    "content": content if isinstance(content, str) else tuple(content),
+                    "created_at": created_at or utcnow(),
+                    "metadata": dict(metadata or {}),
+                    "covers": (),
+                }
             )
             added = self._add(idx, [node], head=node.id if move_head else HEAD, fresh=id is None)
             return node if added else self.node(node.id)
@@ -1487,20 +1522,34 @@ class BaseStore(ABC):
         back from the head to the newest marker instead of building the index first, so the cost is
         the walk, not the session's size.
         """
-        cold = self._cold_pending(session_id, provider, value, head, eligible)
-        if cold is not None:
-            return cold  # type: ignore[return-value]
-        idx = self._index(session_id)
-        ids = walks.walk_pending(idx, self._head(idx, head), provider, value, eligible).ids
+        self._note_changes()
+        idx = self._cache.get(session_id)
+        if idx is None or idx.stale:  # one freshness check when the index is cached and current
+            cold = self._cold_pending(session_id, provider, value, head, eligible, noted=True)
+            if cold is not None:
+                return cold  # type: ignore[return-value]
+            idx = self._index(session_id)
+        ids = walks.pending_ids(idx, self._head(idx, head), provider, value, eligible)
         return ids  # type: ignore[return-value]
 
     def _cold_pending(
-        self, session_id: str, provider: str, value: str, head: str | None, eligible: Eligibility
+        self,
+        session_id: str,
+        provider: str,
+        value: str,
+        head: str | None,
+        eligible: Eligibility,
+        *,
+        noted: bool = False,
     ) -> list[str] | None:
-        """The pending ids walked on the backend's rows when no index is cached, else None."""
+        """The pending ids walked on the backend's rows when no index is cached, else None.
+
+        ``noted``: the caller has just checked for other writers' changes (it is not asked again).
+        """
         if not isinstance(eligible, Eligible):
             return None
-        self._note_changes()
+        if not noted:
+            self._note_changes()
         if session_id in self._cache:
             return None  # cached: a refresh reads only what changed, and the walk is in memory
         part = self._db_pending_walk(session_id, head, provider, value, eligible)

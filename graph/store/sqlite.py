@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -75,6 +76,12 @@ _FETCH = 50_000  # rows per fetch of a full index build (bounds the rows held at
 
 _WAL_HEADER = 48
 """Bytes of the WAL-index header every commit rewrites (SQLite's ``WalIndexHdr``, first copy)."""
+
+
+def _transactions(header: bytes) -> int:
+    """The WAL-index header's transaction counter (``iChange``: a native-endian u32 at byte 8)."""
+    return int.from_bytes(header[8:12], sys.byteorder)
+
 
 _BUSY = (
     5,
@@ -407,12 +414,41 @@ class SessionStore(BaseStore):
         self._depth -= 1
         try:
             with _translated():
-                self.conn.execute("COMMIT" if outer else f"RELEASE {name}")
+                if outer:
+                    self._commit()
+                else:
+                    self.conn.execute(f"RELEASE {name}")
         except StoreError:
             if outer and self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
             self._forget()
             raise
+
+    def _commit(self) -> None:
+        """``COMMIT`` the outer transaction, and record its own commit as seen when that is certain.
+
+        Every commit rewrites the WAL-index header and adds one to its transaction counter (the
+        ``iChange`` word at byte 8), and only the holder of the write lock commits: from ``BEGIN
+        IMMEDIATE`` to ``COMMIT`` that is this connection. So when the header read just before
+        ``COMMIT`` is the one :meth:`_db_changed` last saw (nothing unseen came before), and the
+        header read just after counts exactly one transaction more, the only commit in between is
+        this one, which ``PRAGMA data_version`` never counts: the new header is recorded, and the
+        next freshness check answers from it without a statement. Any other outcome (another
+        connection committed in the moment after ours, a header not seen yet) leaves the recorded
+        header alone, so the next check asks ``PRAGMA data_version`` as before.
+        """
+        shm = self._wal_index
+        before = self._wal_header
+        ours = (
+            shm is not None
+            and len(before) == _WAL_HEADER
+            and os.pread(shm, _WAL_HEADER, 0) == before
+        )
+        self.conn.execute("COMMIT")
+        if ours and shm is not None:
+            after = os.pread(shm, _WAL_HEADER, 0)
+            if _transactions(after) == (_transactions(before) + 1) % (1 << 32):
+                self._wal_header = after
 
     def close(self) -> None:
         """Close the connection."""

@@ -32,7 +32,6 @@ from graph.cli.commands import (
 )
 from graph.terminal import dump_json, markup, short_forms
 from memory.caps import LOOKUP_DEFAULT_MESSAGES, LOOKUP_MAX_SESSIONS
-from memory.cli.memory import add_memory_app
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -42,7 +41,7 @@ if TYPE_CHECKING:
     from graph.store.base import BaseStore
     from memory.lookup import SessionInfo, TranscriptWindow
 
-__all__ = ["register", "window_json"]
+__all__ = ["register", "register_lookups", "window_json"]
 
 _JSON = Annotated[bool, typer.Option("--json", help="Print JSON (whole ids, RFC 3339 UTC times).")]
 _FULL = Annotated[bool, typer.Option("--full", help="Print whole ids, not their short form.")]
@@ -279,13 +278,25 @@ _COMMANDS: dict[str, Callable[..., None]] = {
 }
 
 
-def register(app: typer.Typer) -> None:
-    """Add the memory commands to the ``sessiongraph`` application.
+def register_lookups(app: typer.Typer) -> None:
+    """Add the look-up commands (``recent``, ``open``, ``read``, ``latest``) to ``app``.
 
-    Registering twice (a test, then the entry point) adds nothing the second time.
+    The ``sessiongraph.cli`` entry points of these four commands name this function, so running one
+    of them loads neither ``sessiongraph memory`` nor the memory workspace. Registering twice adds
+    nothing the second time.
     """
     have = {c.name for c in app.registered_commands}
     for name, command in _COMMANDS.items():
         if name not in have:
             app.command(name)(command)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the memory package's commands to the ``sessiongraph`` application: the look-ups and ``memory``.
+
+    Registering twice (a test, then the entry point) adds nothing the second time.
+    """
+    from memory.cli.memory import add_memory_app
+
+    register_lookups(app)
     add_memory_app(app)
