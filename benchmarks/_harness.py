@@ -516,21 +516,24 @@ def interleaved(alts: list[Alt], *, repeats: int = 5) -> list[list[float]]:
     Round-robin (A, B, A, B, ...) spreads the load of a busy machine over every alternative alike, so
     their ratio holds even when the absolute figures drift. Very fast functions run in a loop so each
     timed run lasts at least ~2 ms (~0.2 ms in smoke mode), and the figure is the time of one call.
-    There are at least 5 rounds, or exactly :data:`SMOKE_REPEATS` in smoke mode. The cyclic GC is collected
+    There are at least 5 rounds; in smoke mode exactly :data:`SMOKE_REPEATS`, the warm-up being
+    the first. The cyclic GC is collected
     before each run so one run's garbage does not land in the next.
     """
     least = 2e-4 if _smoke else 2e-3
     loops: list[int] = []
-    for a in alts:
+    runs: list[list[float]] = [[] for _ in alts]
+    for a, out in zip(alts, runs, strict=True):
         if a.setup is not None:
             a.setup()
         t = time.perf_counter()
         a.fn()
         once = time.perf_counter() - t
+        if _smoke:  # the warm-up is the first timed run: smoke figures mean nothing anyway
+            out.append(once)
         fast = a.setup is None and once < least
         loops.append(max(1, int(least / max(once, 1e-7))) if fast else 1)
-    runs: list[list[float]] = [[] for _ in alts]
-    for _ in range(SMOKE_REPEATS if _smoke else max(5, repeats)):
+    for _ in range(SMOKE_REPEATS - 1 if _smoke else max(5, repeats)):
         for a, k, out in zip(alts, loops, runs, strict=True):
             if a.setup is not None:
                 a.setup()
@@ -591,12 +594,17 @@ def machine() -> dict[str, Any]:
     }
 
 
-def parse_args(description: str, argv: list[str] | None = None) -> argparse.Namespace:
+def parse_args(
+    description: str,
+    argv: list[str] | None = None,
+    extra: Callable[[argparse.ArgumentParser], object] | None = None,
+) -> argparse.Namespace:
     """Parse the common options: ``--quick``, ``--smoke``, ``--json PATH``, ``--repeats N``, ``--dir``.
 
     ``--smoke`` implies ``--quick`` (``args.quick`` is true too, so a script's quick choices hold
     where it makes no smaller one), sets ``args.repeats`` to :data:`SMOKE_REPEATS` and puts the
-    harness in smoke mode for this process until the next call (see :func:`smoke`).
+    harness in smoke mode for this process until the next call (see :func:`smoke`). ``extra``
+    adds a script's own options to the parser.
     """
     global _smoke
     p = argparse.ArgumentParser(description=description)
@@ -612,6 +620,8 @@ def parse_args(description: str, argv: list[str] | None = None) -> argparse.Name
     p.add_argument("--json", metavar="PATH", help="write the results as JSON to PATH")
     p.add_argument("--repeats", type=int, default=5, help="timed runs per measurement (min 5)")
     p.add_argument("--dir", help="where to put the scratch databases (default: a temporary dir)")
+    if extra is not None:
+        extra(p)
     args = p.parse_args(argv)
     _smoke = args.smoke
     args.quick = args.quick or args.smoke

@@ -60,10 +60,10 @@ __all__ = ["SCRIPTS", "main", "readme_table"]
 def crash_main(argv: list[str] | None = None) -> dict[str, Any]:
     """``crash_memory_write`` as a benchmark: kill-and-rerun trials, every one must pass the oracle.
 
-    Smoke mode runs 2 trials, quick mode 5, full mode 30 (the script's own default).
+    Smoke mode runs 1 trial, quick mode 5, full mode 30 (the script's own default).
     """
     args = parse_args("memory write killed at random moments", argv)
-    trials = 2 if args.smoke else 5 if args.quick else 30
+    trials = 1 if args.smoke else 5 if args.quick else 30
     bench = Bench("memory write, SIGKILL at random moments", args.quick, 1)
     with tempfile.TemporaryDirectory(prefix="sg-crash-", dir=args.dir) as d:
         with bench.timed(f"{trials} trials"):
