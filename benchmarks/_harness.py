@@ -10,6 +10,11 @@ A target's figure carries its spread: :meth:`Bench.ratio` and :attr:`Result.medi
 interleaved alternatives), and arithmetic with plain numbers or other figures keeps them. A target
 whose spread straddles its bound gets the verdict ``noisy`` ("too noisy to judge") instead of
 ``met`` or ``missed``.
+
+Smoke mode (``--smoke``, which implies ``--quick``) runs each script's whole code path, every
+alternative measured and every target computed and judged, at the smallest sizes and with
+:data:`SMOKE_REPEATS` timed runs per measurement, so a test can run every script in seconds. Its
+figures only show that the code runs: they are never what the README reports.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ __all__ = [
     "Bench",
     "Figure",
     "Result",
+    "SMOKE_REPEATS",
     "Target",
     "VERDICT_STYLE",
     "fmt_seconds",
@@ -52,9 +58,21 @@ __all__ = [
     "quartiles",
     "scratch_db",
     "scratch_dir",
+    "smoke",
 ]
 
 console = Console(width=max(Console().width, 150))
+
+SMOKE_REPEATS = 2
+"""Timed runs per measurement in smoke mode, whatever a script asks for (quick and full: at least 5)."""
+
+_smoke = False
+"""Whether the running script was started with ``--smoke`` (set by :func:`parse_args`)."""
+
+
+def smoke() -> bool:
+    """Whether the running script is in smoke mode (``--smoke``: see the module docstring)."""
+    return _smoke
 
 
 def quartiles(samples: list[float] | tuple[float, ...]) -> tuple[float, float]:
@@ -251,6 +269,8 @@ class Bench:
     title: str
     quick: bool
     repeats: int
+    smoke: bool = field(default_factory=smoke)
+    """Whether this is a smoke run (figures that only show the code runs); from :func:`parse_args`."""
     results: list[Result] = field(default_factory=list)
     targets: list[Target] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
@@ -373,7 +393,7 @@ class Bench:
 
     def print(self) -> None:
         """Print the results, grouped, with each row's ratio to the group's first row, then the targets."""
-        table = Table(title=f"{self.title} ({'quick' if self.quick else 'full'} mode)")
+        table = Table(title=f"{self.title} ({self.mode} mode)")
         for col, just in (
             ("group", "left"),
             ("size", "right"),
@@ -428,11 +448,16 @@ class Bench:
                 "untimed: " + ", ".join(f"{k} {v:.1f} s" for k, v in self.timings.items())
             )
 
+    @property
+    def mode(self) -> str:
+        """``"smoke"``, ``"quick"`` or ``"full"``."""
+        return "smoke" if self.smoke else "quick" if self.quick else "full"
+
     def to_json(self) -> dict[str, Any]:
         """The run as a JSON-shaped dict (machine, results with median/min/max, targets)."""
         return {
             "title": self.title,
-            "mode": "quick" if self.quick else "full",
+            "mode": self.mode,
             "repeats": self.repeats,
             "machine": machine(),
             "load": {"start": list(self.load_at_start), "end": list(load())},
@@ -490,20 +515,25 @@ def interleaved(alts: list[Alt], *, repeats: int = 5) -> list[list[float]]:
 
     Round-robin (A, B, A, B, ...) spreads the load of a busy machine over every alternative alike, so
     their ratio holds even when the absolute figures drift. Very fast functions run in a loop so each
-    timed run lasts at least ~2 ms, and the figure is the time of one call. The cyclic GC is collected
+    timed run lasts at least ~2 ms (~0.2 ms in smoke mode), and the figure is the time of one call.
+    There are at least 5 rounds; in smoke mode exactly :data:`SMOKE_REPEATS`, the warm-up being
+    the first. The cyclic GC is collected
     before each run so one run's garbage does not land in the next.
     """
+    least = 2e-4 if _smoke else 2e-3
     loops: list[int] = []
-    for a in alts:
+    runs: list[list[float]] = [[] for _ in alts]
+    for a, out in zip(alts, runs, strict=True):
         if a.setup is not None:
             a.setup()
         t = time.perf_counter()
         a.fn()
         once = time.perf_counter() - t
-        fast = a.setup is None and once < 2e-3
-        loops.append(max(1, int(2e-3 / max(once, 1e-7))) if fast else 1)
-    runs: list[list[float]] = [[] for _ in alts]
-    for _ in range(max(5, repeats)):
+        if _smoke:  # the warm-up is the first timed run: smoke figures mean nothing anyway
+            out.append(once)
+        fast = a.setup is None and once < least
+        loops.append(max(1, int(least / max(once, 1e-7))) if fast else 1)
+    for _ in range(SMOKE_REPEATS - 1 if _smoke else max(5, repeats)):
         for a, k, out in zip(alts, loops, runs, strict=True):
             if a.setup is not None:
                 a.setup()
@@ -564,17 +594,38 @@ def machine() -> dict[str, Any]:
     }
 
 
-def parse_args(description: str, argv: list[str] | None = None) -> argparse.Namespace:
-    """Parse the common options: ``--quick``, ``--json PATH``, ``--repeats N``, ``--dir``."""
+def parse_args(
+    description: str,
+    argv: list[str] | None = None,
+    extra: Callable[[argparse.ArgumentParser], object] | None = None,
+) -> argparse.Namespace:
+    """Parse the common options: ``--quick``, ``--smoke``, ``--json PATH``, ``--repeats N``, ``--dir``.
+
+    ``--smoke`` implies ``--quick`` (``args.quick`` is true too, so a script's quick choices hold
+    where it makes no smaller one), sets ``args.repeats`` to :data:`SMOKE_REPEATS` and puts the
+    harness in smoke mode for this process until the next call (see :func:`smoke`). ``extra``
+    adds a script's own options to the parser.
+    """
+    global _smoke
     p = argparse.ArgumentParser(description=description)
     p.add_argument(
         "--quick", action="store_true", help="small sizes, finishes in well under a minute"
     )
+    p.add_argument(
+        "--smoke",
+        action="store_true",
+        help="smallest sizes and 2 runs: checks every code path runs (implies --quick; "
+        "its figures mean nothing)",
+    )
     p.add_argument("--json", metavar="PATH", help="write the results as JSON to PATH")
     p.add_argument("--repeats", type=int, default=5, help="timed runs per measurement (min 5)")
     p.add_argument("--dir", help="where to put the scratch databases (default: a temporary dir)")
+    if extra is not None:
+        extra(p)
     args = p.parse_args(argv)
-    args.repeats = max(5, args.repeats)
+    _smoke = args.smoke
+    args.quick = args.quick or args.smoke
+    args.repeats = SMOKE_REPEATS if args.smoke else max(5, args.repeats)
     return args
 
 

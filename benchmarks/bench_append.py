@@ -221,8 +221,8 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     args = parse_args(__doc__.splitlines()[0], argv)
     bench = Bench("appends", args.quick, args.repeats)
     with scratch_dir(args.dir) as directory:
-        _singles(bench, directory, 500 if args.quick else 2_000)
-        for n in [10_000] if args.quick else [10_000, 100_000]:
+        _singles(bench, directory, 50 if args.smoke else 500 if args.quick else 2_000)
+        for n in [1_000] if args.smoke else [10_000] if args.quick else [10_000, 100_000]:
             _batched(bench, directory, n)
     return bench.finish(args.json)
 

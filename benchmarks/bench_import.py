@@ -424,7 +424,7 @@ def _run_memory(bench: Bench, directory: Path, sizes: list[int]) -> None:
 def main(argv: list[str] | None = None) -> dict[str, object]:
     """Run the import benchmarks and return the JSON-shaped results."""
     args = parse_args(__doc__.splitlines()[0], argv)
-    sizes = [2_000] if args.quick else [10_000, 100_000]
+    sizes = [200] if args.smoke else [2_000] if args.quick else [10_000, 100_000]
     bench = Bench("import", args.quick, args.repeats)
     with scratch_dir(args.dir) as directory:
         if CORPUS.is_dir():

@@ -211,7 +211,13 @@ def _every(bench: Bench, directory: Path, n: int) -> None:
 def main(argv: list[str] | None = None) -> dict[str, object]:
     """Run the index benchmarks and return the JSON-shaped results."""
     args = parse_args(__doc__.splitlines()[0], argv)
-    sizes = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000, 1_000_000]
+    sizes = (
+        [1_000]
+        if args.smoke
+        else [1_000, 10_000]
+        if args.quick
+        else [1_000, 10_000, 100_000, 1_000_000]
+    )
     bench = Bench("index rebuild", args.quick, args.repeats)
     with scratch_dir(args.dir) as directory:
         for n in sizes:

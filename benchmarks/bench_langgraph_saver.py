@@ -283,7 +283,7 @@ def _compare(
 def main(argv: list[str] | None = None) -> dict[str, object]:
     """Run the comparison and return the JSON-shaped results."""
     args = parse_args(__doc__.splitlines()[0], argv)
-    sizes = (3, 40, 10) if args.quick else (20, 400, 100)
+    sizes = (1, 8, 4) if args.smoke else (3, 40, 10) if args.quick else (20, 400, 100)
     bench = Bench("LangGraph savers: SessionGraphSaver vs SqliteSaver", args.quick, args.repeats)
     loop = asyncio.new_event_loop()
     with scratch_dir(args.dir) as directory:

@@ -90,7 +90,13 @@ def _run(bench: Bench, directory: Path, n: int) -> None:
 def main(argv: list[str] | None = None) -> dict[str, object]:
     """Run the marking benchmarks and return the JSON-shaped results."""
     args = parse_args(__doc__.splitlines()[0], argv)
-    sizes = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000, 1_000_000]
+    sizes = (
+        [300, 1_000]
+        if args.smoke
+        else [1_000, 10_000]
+        if args.quick
+        else [1_000, 10_000, 100_000, 1_000_000]
+    )
     bench = Bench("mark()", args.quick, args.repeats)
     g = "mark a batch of 100"
     with scratch_dir(args.dir) as directory:

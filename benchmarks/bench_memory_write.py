@@ -100,7 +100,7 @@ def _write(db: Path, ws_dir: Path, session: str, cls: type[WritePipeline]) -> tu
 def main(argv: list[str] | None = None) -> dict[str, object]:
     """Run the memory-write benchmark and return the JSON-shaped results."""
     args = parse_args(__doc__.splitlines()[0], argv)
-    sizes = [1_000, 3_000] if args.quick else [10_000, 100_000]
+    sizes = [200, 400] if args.smoke else [1_000, 3_000] if args.quick else [10_000, 100_000]
     bench = Bench("memory write", args.quick, 1)
     g = "write a whole session"
     with scratch_dir(args.dir) as directory:

@@ -104,7 +104,13 @@ def _build_store(path: Path, history: list[tuple[str, str | None, str, str]]) ->
 def main(argv: list[str] | None = None) -> dict[str, object]:
     """Run the peer comparison and return the JSON-shaped results."""
     args = parse_args(__doc__.splitlines()[0], argv)
-    chain, at, extra = (2_000, 1_799, 200) if args.quick else (10_000, 8_999, 1_000)
+    chain, at, extra = (
+        (200, 179, 20)
+        if args.smoke
+        else (2_000, 1_799, 200)
+        if args.quick
+        else (10_000, 8_999, 1_000)
+    )
     bench = Bench("peer: LangGraph SqliteSaver", args.quick, args.repeats)
     with scratch_dir(args.dir) as directory:
         history = _history(chain, at, extra)

@@ -211,7 +211,13 @@ def _cold(bench: Bench, path: str, n: int, unwritten: list[str]) -> None:
 def main(argv: list[str] | None = None) -> dict[str, object]:
     """Run the pending benchmarks and return the JSON-shaped results."""
     args = parse_args(__doc__.splitlines()[0], argv)
-    sizes = [1_000, 10_000] if args.quick else [1_000, 10_000, 100_000, 1_000_000]
+    sizes = (
+        [300, 1_000]
+        if args.smoke
+        else [1_000, 10_000]
+        if args.quick
+        else [1_000, 10_000, 100_000, 1_000_000]
+    )
     bench = Bench("pending()", args.quick, args.repeats)
     g = "pending, 10 unwritten at the head"
     with scratch_dir(args.dir) as directory:

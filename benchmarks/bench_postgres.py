@@ -24,6 +24,7 @@ schema of its own, dropped at the end.
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -59,7 +60,17 @@ store.close()
 """
 
 
-def _url() -> str | None:
+def _url_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--url",
+        help="the PostgreSQL database URL (default: $SESSIONGRAPH_BENCH_POSTGRES, "
+        "else $SESSIONGRAPH_TEST_POSTGRES)",
+    )
+
+
+def _url(given: str | None = None) -> str | None:
+    if given:
+        return given
     for name in ("SESSIONGRAPH_BENCH_POSTGRES", "SESSIONGRAPH_TEST_POSTGRES"):
         if os.environ.get(name):
             return os.environ[name]
@@ -188,15 +199,15 @@ def _compare(
 
 def main(argv: list[str] | None = None) -> dict[str, object]:
     """Run the SQLite-vs-PostgreSQL benchmarks and return the JSON-shaped results."""
-    args = parse_args(__doc__.splitlines()[0], argv)
-    n = 10_000 if args.quick else 100_000
-    appends, rounds = (100, 3) if args.quick else (300, 5)
+    args = parse_args(__doc__.splitlines()[0], argv, _url_option)
+    n = 1_000 if args.smoke else 10_000 if args.quick else 100_000
+    appends, rounds = (20, 1) if args.smoke else (100, 3) if args.quick else (300, 5)
     bench = Bench("SQLite vs PostgreSQL", args.quick, args.repeats)
-    url = _url()
+    url = _url(args.url)
     if url is None:
         bench.skip(
             "PostgreSQL benchmarks",
-            "no server: set SESSIONGRAPH_BENCH_POSTGRES to a database URL",
+            "no PostgreSQL: pass --url or set SESSIONGRAPH_TEST_POSTGRES to a database URL",
         )
         return bench.finish(args.json)
     from graph.store.postgres import PostgresSessionStore

@@ -145,12 +145,12 @@ def _import_cost(bench: Bench, directory: Path, size: int) -> None:
 def main(argv: list[str] | None = None) -> dict[str, object]:
     """Run the search benchmarks and return the JSON-shaped results."""
     args = parse_args(__doc__.splitlines()[0], argv)
-    sizes = [10_000] if args.quick else [100_000, 1_000_000]
+    sizes = [1_000] if args.smoke else [10_000] if args.quick else [100_000, 1_000_000]
     bench = Bench("search()", args.quick, args.repeats)
     with scratch_dir(args.dir) as directory:
         for n in sizes:
             _search(bench, directory, n)
-        _import_cost(bench, directory, 2_000 if args.quick else 20_000)
+        _import_cost(bench, directory, 200 if args.smoke else 2_000 if args.quick else 20_000)
     return bench.finish(args.json)
 
 

@@ -113,7 +113,7 @@ class Caller:
 def main(argv: list[str] | None = None) -> dict[str, object]:
     """Run the serve benchmarks and return the JSON-shaped results."""
     args = parse_args(__doc__.splitlines()[0], argv)
-    big = 10_000 if args.quick else 100_000
+    big = 1_000 if args.smoke else 10_000 if args.quick else 100_000
     bench = Bench("sessiongraph serve", args.quick, args.repeats)
     with scratch_dir(args.dir) as directory:
         with bench.timed("generate"):

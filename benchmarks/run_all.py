@@ -7,6 +7,11 @@ the targets and the machine with the load it ran under; ``--only index,pending``
 ``--readme`` also prints the Markdown table the README's performance section shows;
 ``--from-json PATH`` prints the tables of a saved run without running anything.
 
+``--smoke`` runs every script at its smallest sizes with two timed runs per measurement (under 30 s
+for all of them on an idle two-core machine): every alternative is measured and every target gets a
+verdict, so the test suite can check that every script works. Smoke figures mean nothing and never
+go into the README (``--readme`` refuses them).
+
 Every target gets a verdict: ``met``, ``missed``, or ``noisy`` when the spread of its figure
 (p25-p75 of the interleaved runs) straddles its bound, so this run cannot judge it.
 """
@@ -56,10 +61,10 @@ __all__ = ["SCRIPTS", "main", "readme_table"]
 def crash_main(argv: list[str] | None = None) -> dict[str, Any]:
     """``crash_memory_write`` as a benchmark: kill-and-rerun trials, every one must pass the oracle.
 
-    Quick mode runs 5 trials, full mode 30 (the script's own default).
+    Smoke mode runs 1 trial, quick mode 5, full mode 30 (the script's own default).
     """
     args = parse_args("memory write killed at random moments", argv)
-    trials = 5 if args.quick else 30
+    trials = 1 if args.smoke else 5 if args.quick else 30
     bench = Bench("memory write, SIGKILL at random moments", args.quick, 1)
     with tempfile.TemporaryDirectory(prefix="sg-crash-", dir=args.dir) as d:
         with bench.timed(f"{trials} trials"):
@@ -121,7 +126,13 @@ def _load(loads: list[float] | None) -> str:
 
 
 def readme_table(out: dict[str, Any]) -> str:
-    """The Markdown the README's performance section shows: the run's facts, then every target."""
+    """The Markdown the README's performance section shows: the run's facts, then every target.
+
+    Raises:
+        ValueError: ``out`` is a smoke run, whose figures never go into the README.
+    """
+    if out["mode"] == "smoke":
+        raise ValueError("a smoke run's figures only show the scripts run: not for the README")
     m = out["machine"]
     lines = [
         f"`python benchmarks/run_all.py{' --quick' if out['mode'] == 'quick' else ''}` "
@@ -186,6 +197,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the selected benchmarks; return (and optionally write) the combined results."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true")
+    p.add_argument(
+        "--smoke", action="store_true", help="smallest sizes, 2 runs: check every script runs"
+    )
     p.add_argument("--json", metavar="PATH")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--dir", help="scratch directory (kept, so generated files are reused)")
@@ -195,15 +209,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = p.parse_args(argv)
     if args.from_json:
         saved: dict[str, Any] = json.loads(Path(args.from_json).read_text())
+        if args.readme and saved.get("mode") == "smoke":
+            p.error("--readme: a smoke run's figures never go into the README")
         _print(saved, args.readme)
         return saved
     chosen = args.only.split(",") if args.only else list(SCRIPTS)
     unknown = [c for c in chosen if c not in SCRIPTS]
     if unknown:
         p.error(f"unknown benchmark(s): {', '.join(unknown)}")
+    if args.smoke and args.readme:
+        p.error("--readme: a smoke run's figures never go into the README")
     out: dict[str, Any] = {
         "machine": machine(),
-        "mode": "quick" if args.quick else "full",
+        "mode": "smoke" if args.smoke else "quick" if args.quick else "full",
         "load": {"start": list(load())},
     }
     seconds: dict[str, float] = {}
@@ -219,7 +237,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     with scratch_dir(args.dir) as directory:
         for name in chosen:
             argv_one = ["--repeats", str(args.repeats), "--dir", str(directory)]
-            if args.quick:
+            if args.smoke:
+                argv_one.append("--smoke")
+            elif args.quick:
                 argv_one.append("--quick")
             start = time.perf_counter()
             try:

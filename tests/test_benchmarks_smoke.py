@@ -1,4 +1,5 @@
-"""The benchmark scripts run in ``--quick`` mode and write their JSON; no timing is asserted.
+"""Every benchmark script runs in ``--smoke`` mode and two in ``--quick`` mode, writing their JSON;
+no timing is asserted.
 
 Also the behaviour behind two speed-ups the benchmarks measure: the store's fast node construction
 builds nodes equal in every observable way to pydantic's validated ones, and bulk ``add_nodes`` runs
@@ -50,11 +51,12 @@ def test_read_nodes_equal_validated_nodes(twin: str, tmp_path: Path) -> None:
 
 def _run_all(tmp_path: Path, *options: str) -> tuple[dict[str, Any], str]:
     out = tmp_path / "bench.json"
+    mode = [] if "--smoke" in options else ["--quick"]
     done = subprocess.run(
         [
             sys.executable,
             str(BENCHMARKS / "run_all.py"),
-            "--quick",
+            *mode,
             "--json",
             str(out),
             "--dir",
@@ -69,15 +71,23 @@ def _run_all(tmp_path: Path, *options: str) -> tuple[dict[str, Any], str]:
     return json.loads(out.read_text()), done.stdout
 
 
+def _benchmarks_module(name: str) -> Any:
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        return __import__(name)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
 def test_quick_mode_runs_benchmarks_and_prints_every_target_with_a_verdict(
     tmp_path: Path,
 ) -> None:
-    # Two scripts, so the suite stays fast; the next test runs every script when asked.
-    data, stdout = _run_all(tmp_path, "--only", "pending,mark", "--readme")
+    # One script in quick mode (the figures a person reads); smoke mode runs every script below.
+    data, stdout = _run_all(tmp_path, "--only", "mark", "--readme")
     assert data["mode"] == "quick"
     assert {"nproc", "cpu", "python", "load"} <= set(data["machine"])
     assert len(data["load"]["start"]) == len(data["load"]["end"]) == 3
-    for name in ("pending", "mark"):
+    for name in ("mark",):
         results = data[name]["results"]
         assert results, name
         for r in results:
@@ -91,33 +101,92 @@ def test_quick_mode_runs_benchmarks_and_prints_every_target_with_a_verdict(
         assert f"| {t['bench']} | {t['name']} |" in stdout
     assert "load average (1, 5, 15 min)" in stdout
     assert sum(data["verdicts"].values()) == len(data["targets"])
+
+
+def test_smoke_mode_runs_every_benchmark_and_judges_every_target(tmp_path: Path) -> None:
+    run_all = _benchmarks_module("run_all")
+    data, stdout = _run_all(tmp_path, "--smoke")
+    assert data["mode"] == "smoke"
+    assert not data["failed"]
+    assert set(run_all.SCRIPTS) <= set(data)
+    assert set(data["seconds"]) == set(run_all.SCRIPTS)
+    postgres_skipped = not (
+        os.environ.get("SESSIONGRAPH_TEST_POSTGRES")
+        or os.environ.get("SESSIONGRAPH_BENCH_POSTGRES")
+    )
+    for name in run_all.SCRIPTS:
+        got = data[name]
+        assert got["mode"] == "smoke", name
+        if name == "postgres" and postgres_skipped:
+            assert "no PostgreSQL" in got["skipped"]["PostgreSQL benchmarks"]
+            continue
+        assert not got["skipped"] or name == "import", (name, got["skipped"])
+        assert got["targets"], name
+        for r in got["results"]:
+            assert 1 <= len(r["runs"]) <= 2, (name, r["group"], r["name"])
+            assert r["min"] <= r["median"] <= r["max"]
+    assert data["targets"]
+    for t in data["targets"]:
+        assert t["verdict"] in ("met", "missed", "noisy"), t
+        assert t["ratio"] == t["ratio"], t  # computed: not NaN
+        assert t["bench"] in run_all.SCRIPTS
+    assert sum(data["verdicts"].values()) == len(data["targets"])
+    assert "every target (smoke mode)" in stdout
     # The ordinal cursor's failure after a fork is reported, not hidden.
     notes = [r["note"] for r in data["pending"]["results"] if "ordinal" in r["name"]]
     assert notes and all("WRONG" in n for n in notes)
 
 
-@pytest.mark.skipif(
-    not os.environ.get("SESSIONGRAPH_BENCH_ALL"),
-    reason="every script in quick mode takes minutes: set SESSIONGRAPH_BENCH_ALL=1 to run it",
-)
-def test_quick_mode_runs_every_benchmark_and_writes_json(tmp_path: Path) -> None:
-    data, _ = _run_all(tmp_path)
-    assert not data["failed"]
-    for name in ("index", "pending", "mark", "append", "import", "peer", "cli_start"):
-        results = data[name]["results"]
-        assert results, name
-        for r in results:
-            assert len(r["runs"]) >= 5
-            assert r["min"] <= r["median"] <= r["max"]
-        assert data[name]["targets"], name
+def test_smoke_figures_never_go_into_the_readme(tmp_path: Path) -> None:
+    run_all = _benchmarks_module("run_all")
+    saved = tmp_path / "smoke.json"
+    saved.write_text(json.dumps({"mode": "smoke", "machine": {}, "targets": []}))
+    for argv in (["--smoke", "--readme"], ["--from-json", str(saved), "--readme"]):
+        with pytest.raises(SystemExit) as e:
+            run_all.main(argv)
+        assert e.value.code == 2
+    with pytest.raises(ValueError, match="smoke"):
+        run_all.readme_table(json.loads(saved.read_text()))
+
+
+def test_smoke_mode_implies_quick_and_two_runs() -> None:
+    harness = _benchmarks_module("_harness")
+    try:
+        args = harness.parse_args("x", ["--smoke", "--repeats", "9"])
+        assert args.smoke and args.quick and args.repeats == harness.SMOKE_REPEATS == 2
+        assert harness.smoke() and harness.Bench("t", True, 2).mode == "smoke"
+        calls: list[int] = []
+        runs = harness.interleaved([harness.Alt("a", lambda: calls.append(1), setup=lambda: None)])
+        assert len(runs[0]) == 2 and len(calls) == 2  # the warm-up is the first run
+    finally:
+        args = harness.parse_args("x", ["--quick"])
+    assert not harness.smoke() and args.repeats == 5
+    assert harness.Bench("t", True, 5).mode == "quick"
+    calls.clear()
+    runs = harness.interleaved([harness.Alt("a", lambda: calls.append(1), setup=lambda: None)])
+    assert len(runs[0]) == 5 and len(calls) == 6
+
+
+def test_postgres_benchmark_without_a_server_says_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SESSIONGRAPH_TEST_POSTGRES", raising=False)
+    monkeypatch.delenv("SESSIONGRAPH_BENCH_POSTGRES", raising=False)
+    bench_postgres = _benchmarks_module("bench_postgres")
+    try:
+        got = bench_postgres.main(["--smoke", "--json", str(tmp_path / "pg.json")])
+    finally:
+        _benchmarks_module("_harness").parse_args("x", [])
+    assert got["skipped"] == {
+        "PostgreSQL benchmarks": "no PostgreSQL: pass --url or set SESSIONGRAPH_TEST_POSTGRES "
+        "to a database URL"
+    }
+    assert not got["results"] and not got["targets"]
+    assert json.loads((tmp_path / "pg.json").read_text())["mode"] == "smoke"
 
 
 def test_run_all_knows_every_script() -> None:
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import run_all
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    run_all = _benchmarks_module("run_all")
     scripts = {p.stem for p in BENCHMARKS.glob("*.py") if p.stem.startswith(("bench_", "crash_"))}
     modules = {fn.__module__ for fn in run_all.SCRIPTS.values()}
     # crash_memory_write has no Bench of its own: run_all wraps its trials.
