@@ -81,6 +81,19 @@ def test_cold_pending_reads_only_the_walked_rows(tmp_path: Path) -> None:
     assert cold.pending_ids(sid, "memory", "w") == [n.id for n in got]
 
 
+def test_the_second_read_of_a_session_builds_the_index(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    st = SessionStore(db)
+    sid = build(st, chain("m", 1, 40))
+    st.mark(sid, [f"m{i}" for i in range(1, 31)], "memory", "w")
+    st.close()
+    cold = SessionStore(db)
+    first = cold.pending_ids(sid, "memory", "w")
+    assert sid not in cold._cache  # the first read walks the rows
+    assert cold.pending_ids(sid, "memory", "w") == first
+    assert sid in cold._cache  # the second builds the index: later reads are in memory
+
+
 def test_a_predicate_that_is_not_an_eligible_builds_the_index(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     st = SessionStore(db)

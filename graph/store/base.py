@@ -360,6 +360,7 @@ class BaseStore(ABC):
 
     def __init__(self) -> None:
         self._cache: dict[str, SessionIndex] = {}
+        self._walked_cold: set[str] = set()
 
     # ---------------------------------------------------------------- persistence primitives
 
@@ -1552,6 +1553,11 @@ class BaseStore(ABC):
             self._note_changes()
         if session_id in self._cache:
             return None  # cached: a refresh reads only what changed, and the walk is in memory
+        if session_id in self._walked_cold:
+            # Asked again in this process: the index pays for itself from the second read on (a
+            # refresh then costs one revision check, where every cold walk is a query of the rows).
+            return None
+        self._walked_cold.add(session_id)
         part = self._db_pending_walk(session_id, head, provider, value, eligible)
         if part is None:
             return None
@@ -1576,9 +1582,9 @@ class BaseStore(ABC):
         summaries are never pending while their covered nodes exist; a sibling-layout summary on the
         path yields the covered nodes not yet written instead.
 
-        With no index of the session cached (a fresh process), the backend walks its stored rows back
-        from the head instead of building the index, and reads the pending rows with their markers
-        and stamps: the cost is the walk since the newest marker, not the session's size.
+        With no index of the session cached (the first read of it in a fresh process), the backend
+        walks its stored rows back from the head instead of building the index, and reads the
+        pending rows with their markers and stamps: the cost is the walk since the newest marker, not the session's size.
 
         Args:
             session_id: The session.
