@@ -271,7 +271,7 @@ def test_fts_queries_with_quotes_operators_and_unicode(
     if env.ws.store_url is not None and query in ("CAFE", "Ünïcödé"):
         pytest.skip(
             "accent folding is SQLite's alone: FTS5's remove_diacritics folds é to e, PostgreSQL's "
-            "'simple' text search configuration does not (it would need the unaccent extension)"
+            "'english' text search configuration does not (it would need the unaccent extension)"
         )
     named = dict(
         zip(
