@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import gc
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
@@ -48,8 +48,10 @@ from graph.index import (
     is_summary_bits,
     kind_of_bits,
     node_bits,
+    rewound_bits,
     role_of_bits,
     same_kind_and_role,
+    sql_bit_tests,
 )
 from graph.models import (
     Content,
@@ -77,6 +79,8 @@ __all__ = [
     "SessionFilter",
     "SessionStats",
     "paused_gc",
+    "pending_walk_index",
+    "pending_walk_query",
     "session_origin",
 ]
 
@@ -228,6 +232,75 @@ def session_origin(metadata: Mapping[str, Any]) -> tuple[str | None, str | None]
     else:
         project = None
     return (runtime if isinstance(runtime, str) and runtime else None), project
+
+
+def pending_walk_query(eligible: Eligible, param: Callable[[str], str]) -> str:
+    """The recursive SQL of a cold pending walk, shared by the SQL backends.
+
+    The query starts at the node named by parameter ``head`` of session ``sid`` and follows each
+    row's next node (its predecessor, or a sibling-layout summary's last covered node) until a row
+    stops the walk: eligible (its bits match ``eligible``, not stamped rewound, not a summary with
+    covers) and carrying the marker of parameters ``p`` (provider) and ``v`` (value). It returns
+    ``(id, predecessor, bits, last covered node or NULL, rewound, stop)`` per row walked. Only the
+    integers of :func:`graph.index.sql_bit_tests` are written into the SQL; ids, provider and value
+    are bound.
+
+    Args:
+        eligible: The provider's predicate.
+        param: Spells a named parameter in the driver's style (``:head`` or ``%(head)s``).
+    """
+    test = sql_bit_tests("n.bits", eligible)
+    last = (
+        "(SELECT c.node_id FROM covers c WHERE c.summary_id = n.id"
+        " ORDER BY c.position DESC LIMIT 1)"
+    )
+    rewound = "EXISTS (SELECT 1 FROM rewound r WHERE r.node_id = n.id)"
+    columns = (
+        f"n.id, n.predecessor, n.bits, {last} AS last, {rewound} AS rewound,"
+        f" CASE WHEN {test.summary} AND {test.sibling}"
+        f" THEN coalesce({last}, n.predecessor) ELSE n.predecessor END AS next,"
+        f" {test.eligible} AND NOT ({test.summary} AND {last} IS NOT NULL)"
+        f" AND NOT {rewound}"
+        " AND EXISTS (SELECT 1 FROM marks m WHERE m.node_id = n.id"
+        f" AND m.provider = {param('p')} AND m.value = {param('v')}) AS stop"
+    )
+    sid = param("sid")
+    return (
+        f"WITH RECURSIVE up AS (SELECT {columns} FROM nodes n WHERE n.id = {param('head')}"
+        f" AND n.session_id = {sid} UNION ALL SELECT {columns} FROM up"
+        f" JOIN nodes n ON n.id = up.next WHERE NOT up.stop AND n.session_id = {sid})"
+        " SELECT id, predecessor, bits, last, rewound, stop FROM up"
+    )
+
+
+def pending_walk_index(
+    part: SessionIndex,
+    rows: Iterable[tuple[str, str | None, int, str | None, Any, Any]],
+    provider: str,
+    value: str,
+) -> list[str]:
+    """Fill the partial index ``part`` with the rows of :func:`pending_walk_query`.
+
+    Each row's predecessor and bits (with the rewound stamp folded in) are kept, and the stopping
+    row gets the ``(provider, value)`` marker.
+
+    Returns:
+        The summaries walked, whose covers the backend reads next.
+
+    Raises:
+        UnknownNodeError: no row came back (``part.head`` is not a node of the session).
+    """
+    summaries: list[str] = []
+    for nid, pred, bits, last_covered, was_rewound, stop in rows:
+        part.pred[nid] = pred
+        part.bits[nid] = rewound_bits(bits) if was_rewound else bits
+        if last_covered is not None:
+            summaries.append(nid)
+        if stop:
+            part.add_marks(provider, value, [nid])
+    if not part.pred:
+        raise UnknownNodeError(str(part.head), part.session_id)
+    return summaries
 
 
 def _written_of(idx: SessionIndex, ids: Iterable[str]) -> dict[str, dict[str, tuple[str, ...]]]:

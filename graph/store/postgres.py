@@ -53,11 +53,10 @@ from graph.errors import (
     SchemaVersionError,
     StoreBusyError,
     StoreError,
-    UnknownNodeError,
     UnknownSessionError,
 )
 from graph.ids import NodeId, SessionId
-from graph.index import Eligible, SessionIndex, is_summary_bits, rewound_bits, sql_bit_tests
+from graph.index import Eligible, SessionIndex, is_summary_bits
 from graph.models import Node, SearchHit, Session, from_micros, to_micros
 from graph.search import (
     RANKED_CANDIDATES,
@@ -65,7 +64,16 @@ from graph.search import (
     Term,
     tokens,
 )
-from graph.store.base import KEEP_ALL, BaseStore, NodeRow, SessionFilter, paused_gc, search_hit
+from graph.store.base import (
+    KEEP_ALL,
+    BaseStore,
+    NodeRow,
+    SessionFilter,
+    paused_gc,
+    pending_walk_index,
+    pending_walk_query,
+    search_hit,
+)
 
 try:
     import psycopg
@@ -730,27 +738,7 @@ class PostgresSessionStore(BaseStore):
             UnknownNodeError: ``head`` is not a node of the session.
             StoreBusyError, StoreError: the server failed (busy or lost: retryable).
         """
-        test = sql_bit_tests("n.bits", eligible)
-        last = (
-            "(SELECT c.node_id FROM covers c WHERE c.summary_id = n.id"
-            " ORDER BY c.position DESC LIMIT 1)"
-        )
-        rewound = "EXISTS (SELECT 1 FROM rewound r WHERE r.node_id = n.id)"
-        columns = (
-            f"n.id, n.predecessor, n.bits, {last} AS last, {rewound} AS rewound,"
-            f" CASE WHEN {test.summary} AND {test.sibling}"
-            f" THEN coalesce({last}, n.predecessor) ELSE n.predecessor END AS next,"
-            f" {test.eligible} AND NOT ({test.summary} AND {last} IS NOT NULL)"
-            f" AND NOT {rewound}"
-            " AND EXISTS (SELECT 1 FROM marks m WHERE m.node_id = n.id"
-            " AND m.provider = %(p)s AND m.value = %(v)s) AS stop"
-        )
-        sql = (
-            f"WITH RECURSIVE up AS (SELECT {columns} FROM nodes n WHERE n.id = %(head)s"
-            f" AND n.session_id = %(sid)s UNION ALL SELECT {columns} FROM up"
-            " JOIN nodes n ON n.id = up.next WHERE NOT up.stop AND n.session_id = %(sid)s)"
-            " SELECT id, predecessor, bits, last, rewound, stop FROM up"
-        )
+        sql = pending_walk_query(eligible, lambda n: f"%({n})s")
         part = SessionIndex(session_id)
         with _translated():
             row = self.conn.execute(
@@ -761,18 +749,14 @@ class PostgresSessionStore(BaseStore):
             part.head = row[0] if head is None else head
             if part.head is None:
                 return part
-            summaries: list[str] = []
-            for nid, p, bits, last_covered, was_rewound, stop in self.conn.execute(
-                sql, {"head": part.head, "sid": session_id, "p": provider, "v": value}
-            ):
-                part.pred[nid] = p
-                part.bits[nid] = rewound_bits(bits) if was_rewound else bits
-                if last_covered is not None:
-                    summaries.append(nid)
-                if stop:
-                    part.add_marks(provider, value, [nid])
-            if not part.pred:
-                raise UnknownNodeError(part.head, session_id)
+            summaries = pending_walk_index(
+                part,
+                self.conn.execute(
+                    sql, {"head": part.head, "sid": session_id, "p": provider, "v": value}
+                ),
+                provider,
+                value,
+            )
             if summaries:
                 got: dict[str, list[str]] = {}
                 for s_id, n_id in self.conn.execute(

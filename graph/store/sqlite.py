@@ -45,8 +45,6 @@ from graph.index import (
     SessionIndex,
     is_summary_bits,
     kind_of_bits,
-    rewound_bits,
-    sql_bit_tests,
 )
 from graph.models import Kind, SearchHit, Session, from_micros, to_micros
 from graph.search import (
@@ -61,6 +59,8 @@ from graph.store.base import (
     NodeRow,
     SessionFilter,
     paused_gc,
+    pending_walk_index,
+    pending_walk_query,
     search_hit,
     session_origin,
 )
@@ -836,27 +836,7 @@ class SessionStore(BaseStore):
         leads to its last covered node, every other row to its predecessor. The rows come back as a
         partial index the walk of :func:`graph.walks.walk_pending` then reads as it reads the whole.
         """
-        test = sql_bit_tests("n.bits", eligible)
-        last = (
-            "(SELECT c.node_id FROM covers c WHERE c.summary_id = n.id"
-            " ORDER BY c.position DESC LIMIT 1)"
-        )
-        columns = (
-            f"n.id, n.predecessor, n.bits, {last} AS last,"
-            " EXISTS (SELECT 1 FROM rewound r WHERE r.node_id = n.id) AS rewound,"
-            f" CASE WHEN {test.summary} AND {test.sibling}"
-            f" THEN coalesce({last}, n.predecessor) ELSE n.predecessor END AS next,"
-            f" {test.eligible} AND NOT ({test.summary} AND {last} IS NOT NULL)"
-            " AND NOT EXISTS (SELECT 1 FROM rewound r WHERE r.node_id = n.id)"
-            " AND EXISTS (SELECT 1 FROM marks m WHERE m.node_id = n.id AND m.provider = :p"
-            " AND m.value = :v) AS stop"
-        )
-        sql = (
-            f"WITH RECURSIVE up AS (SELECT {columns} FROM nodes n WHERE n.id = :head"
-            f" AND n.session_id = :sid UNION ALL SELECT {columns} FROM up"
-            " JOIN nodes n ON n.id = up.next WHERE NOT up.stop AND n.session_id = :sid)"
-            " SELECT id, predecessor, bits, last, rewound, stop FROM up"
-        )
+        sql = pending_walk_query(eligible, lambda n: f":{n}")
         part = SessionIndex(session_id)
         with _translated():
             row = self.conn.execute(
@@ -867,18 +847,14 @@ class SessionStore(BaseStore):
             part.head = row[0] if head is None else head
             if part.head is None:
                 return part
-            summaries = []
-            for nid, p, bits, last_covered, rewound, stop in self.conn.execute(
-                sql, {"head": part.head, "sid": session_id, "p": provider, "v": value}
-            ):
-                part.pred[nid] = p
-                part.bits[nid] = rewound_bits(bits) if rewound else bits
-                if last_covered is not None:
-                    summaries.append(nid)
-                if stop:
-                    part.add_marks(provider, value, [nid])
-            if not part.pred:
-                raise UnknownNodeError(part.head, session_id)
+            summaries = pending_walk_index(
+                part,
+                self.conn.execute(
+                    sql, {"head": part.head, "sid": session_id, "p": provider, "v": value}
+                ),
+                provider,
+                value,
+            )
             for chunk in _chunks(summaries):
                 got: dict[str, list[str]] = {}
                 for s, n in self.conn.execute(
