@@ -430,16 +430,9 @@ class PostgresSessionStore(BaseStore):
                     index.add(nid, p, b)
                 if is_summary_bits(b):
                     summaries.append(nid)
-            if summaries:  # new compaction summaries (rare): one more round trip for their covers
-                got: dict[str, list[str]] = {}
-                for summary, n in self.conn.execute(
-                    "SELECT summary_id, node_id FROM covers WHERE summary_id = ANY(%s)"
-                    " ORDER BY summary_id, position",
-                    (summaries,),
-                ):
-                    got.setdefault(summary, []).append(n)
-                for summary, ns in got.items():
-                    index.covers[summary] = tuple(ns)
+            # New compaction summaries (rare): one more round trip for their covers.
+            for summary, ns in self._covers_of(summaries).items():
+                index.covers[summary] = ns
             for nid, provider, value in marks:
                 index.add_marks(provider, value, (nid,))
             index.stamp_rewound([r[0] for r in stamps])
@@ -627,16 +620,8 @@ class PostgresSessionStore(BaseStore):
                 out[r[0]] = NodeRow(r[0], r[1], r[2], r[3], r[4], bytes(r[5]), bytes(r[6]), ())
                 if is_summary_bits(r[3]):
                     summaries.append(r[0])
-            if summaries:
-                got: dict[str, list[str]] = {}
-                for s, n in self.conn.execute(
-                    "SELECT summary_id, node_id FROM covers WHERE summary_id = ANY(%s)"
-                    " ORDER BY summary_id, position",
-                    (summaries,),
-                ):
-                    got.setdefault(s, []).append(n)
-                for s, ns in got.items():
-                    out[s] = out[s]._replace(covers=tuple(ns))
+            for s, ns in self._covers_of(summaries).items():
+                out[s] = out[s]._replace(covers=ns)
         return out
 
     def _db_insert_marks(
@@ -721,6 +706,19 @@ class PostgresSessionStore(BaseStore):
 
     # ---------------------------------------------------------------- search
 
+    def _covers_of(self, summaries: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """The covered ids of each of these summaries, in span order (one query; none if empty)."""
+        if not summaries:
+            return {}
+        got: dict[str, list[str]] = {}
+        for s, n in self.conn.execute(
+            "SELECT summary_id, node_id FROM covers WHERE summary_id = ANY(%s)"
+            " ORDER BY summary_id, position",
+            (list(summaries),),
+        ):
+            got.setdefault(s, []).append(n)
+        return {s: tuple(ns) for s, ns in got.items()}
+
     def _db_pending_walk(
         self, session_id: str, head: str | None, provider: str, value: str, eligible: Eligible
     ) -> SessionIndex | None:
@@ -757,16 +755,8 @@ class PostgresSessionStore(BaseStore):
                 provider,
                 value,
             )
-            if summaries:
-                got: dict[str, list[str]] = {}
-                for s_id, n_id in self.conn.execute(
-                    "SELECT summary_id, node_id FROM covers WHERE summary_id = ANY(%s)"
-                    " ORDER BY summary_id, position",
-                    (summaries,),
-                ):
-                    got.setdefault(s_id, []).append(n_id)
-                for s_id, ns in got.items():
-                    part.covers[s_id] = tuple(ns)
+            for s_id, ns in self._covers_of(summaries).items():
+                part.covers[s_id] = ns
         return part
 
     def _db_node_extras(

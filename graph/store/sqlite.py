@@ -517,16 +517,8 @@ class SessionStore(BaseStore):
                         if is_summary_bits(b):
                             summaries.append(nid)
                     index.node_seq = last
-                for chunk in _chunks(summaries):
-                    got: dict[str, list[str]] = {}
-                    for s, n in c.execute(
-                        "SELECT summary_id, node_id FROM covers WHERE summary_id IN"
-                        f" ({','.join('?' * len(chunk))}) ORDER BY summary_id, position",
-                        chunk,
-                    ):
-                        got.setdefault(s, []).append(n)
-                    for s, ns in got.items():
-                        index.covers[s] = tuple(ns)
+                for s, ns in self._covers_of(summaries).items():
+                    index.covers[s] = ns
                 self._catch_up_marks(index)
                 stamped = []
                 for seq, nid in c.execute(
@@ -826,6 +818,18 @@ class SessionStore(BaseStore):
             finally:
                 rows.close()
 
+    def _covers_of(self, summaries: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """The covered ids of each of these summaries, in span order (read in chunks of ids)."""
+        got: dict[str, list[str]] = {}
+        for chunk in _chunks(summaries):
+            for s, n in self.conn.execute(
+                "SELECT summary_id, node_id FROM covers WHERE summary_id IN"
+                f" ({','.join('?' * len(chunk))}) ORDER BY summary_id, position",
+                chunk,
+            ):
+                got.setdefault(s, []).append(n)
+        return {s: tuple(ns) for s, ns in got.items()}
+
     def _db_pending_walk(
         self, session_id: str, head: str | None, provider: str, value: str, eligible: Eligible
     ) -> SessionIndex | None:
@@ -855,16 +859,8 @@ class SessionStore(BaseStore):
                 provider,
                 value,
             )
-            for chunk in _chunks(summaries):
-                got: dict[str, list[str]] = {}
-                for s, n in self.conn.execute(
-                    "SELECT summary_id, node_id FROM covers WHERE summary_id IN"
-                    f" ({','.join('?' * len(chunk))}) ORDER BY summary_id, position",
-                    chunk,
-                ):
-                    got.setdefault(s, []).append(n)
-                for s, ns in got.items():
-                    part.covers[s] = tuple(ns)
+            for s, ns in self._covers_of(summaries).items():
+                part.covers[s] = ns
         return part
 
     def _db_node_extras(
@@ -925,16 +921,8 @@ class SessionStore(BaseStore):
                     out[r[0]] = _node_row((*r, (), ""))
                     if is_summary_bits(r[3]):
                         summaries.append(r[0])
-            for chunk in _chunks(summaries):
-                got: dict[str, list[str]] = {}
-                for s, n in self.conn.execute(
-                    "SELECT summary_id, node_id FROM covers WHERE summary_id IN"
-                    f" ({','.join('?' * len(chunk))}) ORDER BY summary_id, position",
-                    chunk,
-                ):
-                    got.setdefault(s, []).append(n)
-                for s, ns in got.items():
-                    out[s] = out[s]._replace(covers=tuple(ns))
+            for s, ns in self._covers_of(summaries).items():
+                out[s] = out[s]._replace(covers=ns)
         return out
 
     def _db_insert_marks(
