@@ -254,22 +254,26 @@ class StoreError(GraphError):
 
 
 class StoreBusyError(StoreError):
-    """Another connection held the write lock past the timeout; the same call, retried, will work.
+    """The store could not be used just now; the same call, retried, will work.
 
-    Nothing was written. Readers never take the write lock, so only writes (and the one-time creation
-    or migration of a file's schema) wait for it.
+    On SQLite another connection held the write lock past the timeout (readers never take it, so
+    only writes and the one-time creation or migration of a file's schema wait for it); on
+    PostgreSQL a lock wait, deadlock or serialization failure, or a server that cannot be reached
+    or dropped the connection. Nothing was written.
 
     Attributes:
-        retryable: Always True: the store is sound, only busy.
+        what: The driver's message, on one line.
+        why: What made the store unavailable.
+        retryable: Always True: the store is sound, only busy or out of reach.
     """
 
     retryable = True
 
-    def __init__(self, what: str) -> None:
-        super().__init__(
-            f"the store is busy: {what}: another process holds the write lock; retry the same call"
-        )
+    def __init__(self, what: str, why: str = "another process holds the write lock") -> None:
+        what = " ".join(what.split())  # a driver's multi-line message, on one line
+        super().__init__(f"the store is busy: {what}: {why}; retry the same call")
         self.what = what
+        self.why = why
 
 
 class SchemaVersionError(StoreError):

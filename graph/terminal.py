@@ -32,6 +32,7 @@ __all__ = [
     "ELLIPSIS",
     "SHORT_MIN",
     "dump_json",
+    "error_line",
     "json_ready",
     "markup",
     "resolve_ref",
@@ -60,6 +61,14 @@ def visible(text: str) -> str:
     DEL and the 8-bit controls 0x80-0x9f are treated the same way. Printable text is unchanged.
     """
     return text.translate(_CONTROL_TABLE)
+
+
+def error_line(message: str) -> str:
+    """Return ``error: <message>`` on one line, with control characters made :func:`visible`.
+
+    Whitespace runs (a driver's line breaks and indentation) become one space. The command line prints every failure a user can cause as this one line on stderr.
+    """
+    return "error: " + visible(" ".join(message.split()))
 
 
 def markup(text: str) -> str:

@@ -39,6 +39,7 @@ from graph.terminal import (
     AmbiguousReferenceError,
     CommandLineError,
     dump_json,
+    error_line,
     json_ready,
     markup,
     resolve_ref,
@@ -732,7 +733,7 @@ def rm(
 
 
 def _report(message: str) -> None:
-    print(f"error: {visible(message)}", file=sys.stderr)
+    print(error_line(message), file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> None:

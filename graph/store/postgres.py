@@ -148,13 +148,13 @@ CREATE INDEX rewound_by_session ON rewound (session_id, rev);
 """
 
 _SESSION_COLUMNS = "id, title, created_at, updated_at, head, spawned_from, parent_session, metadata"
-_BUSY = (
+_LOCKED = (
     pg_errors.LockNotAvailable,
     pg_errors.DeadlockDetected,
     pg_errors.SerializationFailure,
     pg_errors.QueryCanceled,
-    psycopg.OperationalError,
 )
+_BUSY = (*_LOCKED, psycopg.OperationalError)
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _FIRST_REV = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
 """A new session's first revision: the server's clock in microseconds, so a session deleted and
@@ -166,14 +166,23 @@ _CACHED_SESSIONS = 256
 """Sessions whose node rows are kept; past it, every kept row is dropped and reading starts over."""
 
 
+def _busy(e: psycopg.Error) -> StoreBusyError:
+    """A retryable failure, saying whether the server was out of reach or a lock was in the way."""
+    if isinstance(e, _LOCKED):
+        return StoreBusyError(f"postgresql: {e}", "another transaction holds a lock it needs")
+    return StoreBusyError(
+        f"postgresql: {e}", "the server cannot be reached or the connection was lost"
+    )
+
+
 @contextmanager
 def _translated() -> Iterator[None]:
     try:
         yield
     except _BUSY as e:
-        raise StoreBusyError(f"postgresql: {e}".strip()) from e
+        raise _busy(e) from e
     except psycopg.Error as e:
-        raise StoreError(f"postgresql: {e}".strip()) from e
+        raise StoreError(" ".join(f"postgresql: {e}".split())) from e
 
 
 def _said(text: str) -> str:
@@ -542,9 +551,9 @@ class PostgresSessionStore(BaseStore):
         except pg_errors.UniqueViolation as e:
             raise DuplicateSessionError(session.id) from e
         except _BUSY as e:
-            raise StoreBusyError(f"postgresql: {e}") from e
+            raise _busy(e) from e
         except psycopg.Error as e:
-            raise StoreError(f"postgresql: {e}") from e
+            raise StoreError(" ".join(f"postgresql: {e}".split())) from e
 
     def _db_set_session_info(
         self, session_id: str, title: str | None, metadata: dict[str, Any] | None

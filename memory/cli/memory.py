@@ -216,9 +216,9 @@ def _errors() -> Iterator[None]:
 def _fail(message: str) -> None:
     import sys
 
-    from graph.terminal import visible
+    from graph.terminal import error_line
 
-    print(f"error: {visible(message)}", file=sys.stderr)
+    print(error_line(message), file=sys.stderr)
     raise typer.Exit(1)
 
 
