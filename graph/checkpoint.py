@@ -67,7 +67,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import orjson
 from langchain_core.runnables import RunnableConfig
@@ -130,6 +130,36 @@ class _Write:
     value: bytes
 
 
+class _Saved(NamedTuple):
+    """What a read hands LangGraph of one checkpoint: its key, its parent and its payloads.
+
+    The read paths (``get_tuple``, ``list``) select only these columns: the graph columns of a row
+    (session, node, the message list, which grows with the conversation) are for the writes.
+    """
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_id: str | None
+    type: str
+    checkpoint: bytes
+    metadata_type: str
+    metadata: bytes
+
+
+def _saved(row: _Row) -> _Saved:
+    return _Saved(
+        row.thread_id,
+        row.checkpoint_ns,
+        row.checkpoint_id,
+        row.parent_id,
+        row.type,
+        row.checkpoint,
+        row.metadata_type,
+        row.metadata,
+    )
+
+
 class _Payloads:
     """Where a store keeps checkpoint payloads and pending writes (SQLite tables or dicts)."""
 
@@ -149,6 +179,26 @@ class _Payloads:
     ) -> Iterator[_Row]:
         """Rows matching (at most ``limit``), greatest checkpoint id first."""
         raise NotImplementedError
+
+    def saved(
+        self,
+        thread: str | None,
+        ns: str | None,
+        cid: str | None,
+        before: str | None,
+        limit: int | None = None,
+    ) -> Iterator[_Saved]:
+        """Like :meth:`rows`, the read columns only."""
+        for row in self.rows(thread, ns, cid, before, limit):
+            yield _saved(row)
+
+    def read(self, thread: str, ns: str, cid: str | None) -> tuple[_Saved, list[_Write]] | None:
+        """One checkpoint (``cid``, else the latest of the namespace) and its writes, or None."""
+        row = self.get(thread, ns, cid) if cid else next(self.rows(thread, ns, None, None, 1), None)
+        if row is None:
+            return None
+        key = (thread, ns, row.checkpoint_id)
+        return _saved(row), self.writes([key]).get(key, [])
 
     def namespaces(self, thread: str) -> list[str]:
         raise NotImplementedError
@@ -298,6 +348,53 @@ class _SqlPayloads(_Payloads):
         )
         return _row(got[0]) if got else None
 
+    def read(
+        self, thread: str, ns: str, cid: str | None
+    ) -> tuple[_Saved, builtins.list[_Write]] | None:
+        """One statement: the checkpoint's row (tagged 0) and its writes (tagged 1)."""
+        args: tuple[str, ...] = (cid,) if cid else (thread, ns)
+        if cid:
+            which = "?"
+        else:  # the latest: the greatest id, read from the key's index (no sort)
+            which = (
+                "(SELECT max(checkpoint_id) FROM lg_checkpoints"
+                " WHERE thread_id=? AND checkpoint_ns=?)"
+            )
+        got = self._execute(
+            "SELECT 0, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata_type,"
+            " metadata, NULL, NULL FROM lg_checkpoints"
+            f" WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id={which}"
+            " UNION ALL SELECT 1, task_id, task_path, type, value, channel, NULL, idx, checkpoint_id"
+            f" FROM lg_writes WHERE thread_id=? AND checkpoint_ns=? AND checkpoint_id={which}",
+            (thread, ns, *args, thread, ns, *args),
+        )
+        row = next((r for r in got if r[0] == 0), None)
+        if row is None:  # no such checkpoint (the writes of a pruned one are not returned)
+            return None
+        saved = _Saved(thread, ns, row[1], row[2], row[3], bytes(row[4]), row[5], bytes(row[6]))
+        writes = [_Write(w[1], w[2], w[7], w[5], w[3], bytes(w[4])) for w in got if w[0] == 1]
+        return saved, writes
+
+    def saved(
+        self,
+        thread: str | None,
+        ns: str | None,
+        cid: str | None,
+        before: str | None,
+        limit: int | None = None,
+    ) -> Iterator[_Saved]:
+        sql, params = self._select(
+            "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint,"
+            " metadata_type, metadata",
+            thread,
+            ns,
+            cid,
+            before,
+            limit,
+        )
+        for r in self._execute(sql, params):
+            yield _Saved(r[0], r[1], r[2], r[3], r[4], bytes(r[5]), r[6], bytes(r[7]))
+
     def latest_id(self, thread: str, ns: str) -> str | None:
         got = self._execute(
             "SELECT checkpoint_id FROM lg_checkpoints WHERE thread_id=? AND checkpoint_ns=?"
@@ -314,6 +411,20 @@ class _SqlPayloads(_Payloads):
         before: str | None,
         limit: int | None = None,
     ) -> Iterator[_Row]:
+        sql, params = self._select(_COLUMNS, thread, ns, cid, before, limit)
+        for r in self._execute(sql, params):
+            yield _row(r)
+
+    @staticmethod
+    def _select(
+        columns: str,
+        thread: str | None,
+        ns: str | None,
+        cid: str | None,
+        before: str | None,
+        limit: int | None,
+    ) -> tuple[str, builtins.list[str]]:
+        """The query of :meth:`rows` for ``columns``: matching rows, greatest id first."""
         where, params = [], []
         for column, value, op in (
             ("thread_id", thread, "="),
@@ -324,14 +435,13 @@ class _SqlPayloads(_Payloads):
             if value is not None:
                 where.append(f"{column}{op}?")
                 params.append(value)
-        sql = f"SELECT {_COLUMNS} FROM lg_checkpoints"
+        sql = f"SELECT {columns} FROM lg_checkpoints"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY checkpoint_id DESC"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        for r in self._execute(sql, params):
-            yield _row(r)
+        return sql, params
 
     def namespaces(self, thread: str) -> builtins.list[str]:
         got = self._execute(
@@ -589,7 +699,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
     # ------------------------------------------------------------------ reads
 
     def _tuple(
-        self, row: _Row, writes: builtins.list[_Write] | None, metadata: Any = None
+        self, row: _Saved, writes: builtins.list[_Write] | None, metadata: Any = None
     ) -> CheckpointTuple:
         config: RunnableConfig = {
             "configurable": {
@@ -626,19 +736,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         thread, ns = str(conf["thread_id"]), conf.get("checkpoint_ns", "")
         cid = get_checkpoint_id(config)
         with self._lock:
-            row: _Row | None = None
-            if cid:
-                row = self._payloads.get(thread, ns, cid)
-            else:
-                row = self._latest(thread, ns)
-            if row is None:
-                return None
-            key = (row.thread_id, row.checkpoint_ns, row.checkpoint_id)
-            return self._tuple(row, self._payloads.writes([key]).get(key))
-
-    def _latest(self, thread: str, ns: str) -> _Row | None:
-        """The latest checkpoint (the greatest id, where every put moves the head): one read."""
-        return next(self._payloads.rows(thread, ns, None, None, 1), None)
+            got = self._payloads.read(thread, ns, cid)  # no id: the latest, the greatest id
+        return None if got is None else self._tuple(*got)
 
     def list(
         self,
@@ -662,8 +761,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         cid = conf.get("checkpoint_id")
         before_id = get_checkpoint_id(before) if before else None
         with self._lock:
-            picked: builtins.list[tuple[_Row, Any]] = []
-            for row in self._payloads.rows(thread, ns, cid, before_id):
+            picked: builtins.list[tuple[_Saved, Any]] = []
+            for row in self._payloads.saved(thread, ns, cid, before_id):
                 if limit is not None and len(picked) >= limit:
                     break
                 meta = self.serde.loads_typed((row.metadata_type, row.metadata))
