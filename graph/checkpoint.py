@@ -263,7 +263,7 @@ def _msgs(row: _Row) -> bytes:
 
 @dataclass(frozen=True)
 class _Dialect:
-    """What differs between the SQL backends: the parameter marker, the blob type, a creation lock."""
+    """What differs between the SQL backends: parameter marker, blob type, creation lock, table option."""
 
     marker: str
     blob: str
