@@ -18,11 +18,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import NamedTuple
 
-from graph.models import Kind, Role
+from graph.models import Kind, Node, Role
 
 __all__ = [
     "ARTIFACT",
+    "DECODED_NODES",
+    "DECODED_PAYLOAD_BYTES",
     "EMPTY",
+    "DecodedNodes",
     "KIND_MASK",
     "MEMORY_ELIGIBLE",
     "ROLE_MASK",
@@ -344,6 +347,8 @@ class SessionIndex(IndexQueries):
         covers: summary id -> covered ids, oldest first.
         node_seq, mark_seq, rewound_seq: the newest change seen in each table (SQLite store).
         rewound: how many nodes are stamped rewound (walks skip the check when none are).
+        decoded: The store's cache of decoded nodes this index feeds, or None: every marker and
+            rewound stamp recorded here drops its node from it (:meth:`changed`).
     """
 
     __slots__ = (
@@ -359,6 +364,7 @@ class SessionIndex(IndexQueries):
         "rewound_seq",
         "rewound",
         "stale",
+        "decoded",
         "_children",
         "_tips",
         "_tips_at",
@@ -377,6 +383,7 @@ class SessionIndex(IndexQueries):
         self.rewound_seq = 0
         self.rewound = 0
         self.stale = False
+        self.decoded: DecodedNodes | None = None
         self._children: dict[str, list[str]] | None = None
         self._tips: dict[str, None] | None = None  # live tips in insertion order, once asked for
         self._tips_at = 0  # len(pred) when _tips was last brought up to date
@@ -425,7 +432,19 @@ class SessionIndex(IndexQueries):
 
     def add_marks(self, provider: str, value: str, nodes: Iterable[str]) -> None:
         """Record markers written after the index was built."""
+        if self.decoded is not None:
+            nodes = list(nodes)
+            self.decoded.discard(nodes)
         self.marks.setdefault((provider, value), set()).update(nodes)
+
+    def changed(self, nodes: Iterable[str]) -> None:
+        """Say that the markers, stamps or row of ``nodes`` changed by a way other than this class's.
+
+        Their decoded models, which carry markers and stamps in their metadata, are dropped from
+        :attr:`decoded` (a backend's refresh that updates :attr:`marks` itself calls it).
+        """
+        if self.decoded is not None:
+            self.decoded.discard(nodes)
 
     @property
     def children(self) -> dict[str, list[str]]:
@@ -444,6 +463,9 @@ class SessionIndex(IndexQueries):
     def stamp_rewound(self, nodes: Iterable[str]) -> None:
         """Record rewound stamps written after the index was built."""
         bits = self.bits
+        if self.decoded is not None:
+            nodes = list(nodes)
+            self.decoded.discard(nodes)
         for n in nodes:
             if n in bits and not bits[n] & REWOUND:
                 bits[n] |= REWOUND
@@ -453,6 +475,9 @@ class SessionIndex(IndexQueries):
     def unstamp_rewound(self, nodes: Iterable[str]) -> None:
         """Undo :meth:`stamp_rewound` (an in-memory rollback)."""
         bits = self.bits
+        if self.decoded is not None:
+            nodes = list(nodes)
+            self.decoded.discard(nodes)
         for n in nodes:
             if n in bits and bits[n] & REWOUND:
                 bits[n] &= ~REWOUND
@@ -508,6 +533,92 @@ class _MarksView(Mapping[tuple[str, str], Set[str]]):
 
     def __len__(self) -> int:
         return len(self._marks)
+
+
+DECODED_NODES = 2048
+"""How many decoded nodes a store keeps by default (:class:`DecodedNodes`)."""
+
+DECODED_PAYLOAD_BYTES = 16 * 1024
+"""A stored row whose encoded content and metadata exceed this many bytes is never kept decoded."""
+
+
+class DecodedNodes:
+    """A bounded cache of decoded :class:`~graph.models.Node` models by node id, least recently used out.
+
+    A node's content never changes once stored; what its model also carries, the markers and the
+    rewound stamp in its metadata, comes from the session's index. So an entry is kept together with
+    the :class:`SessionIndex` it was built from, and is served only while that same index object is
+    the store's current one for the session: a rebuilt, reloaded or rolled-back index (a new object)
+    never sees another's entries. That index drops a node's entry whenever it records a marker or a
+    stamp on it, whether this store wrote it or a refresh read another process's write, so a served
+    model always says what the index says. Models are frozen and shared between callers.
+
+    Size: at most ``limit`` models, each from a row of at most :data:`DECODED_PAYLOAD_BYTES` of
+    encoded content and metadata (larger rows are decoded on every read). A text turn of a few
+    hundred characters takes about 1.5 KiB as a model, so the default of :data:`DECODED_NODES` holds
+    about 3 MiB of ordinary turns, and at most a few tens of MiB of the largest kept rows.
+
+    Args:
+        limit: The most models kept (0 keeps none).
+    """
+
+    __slots__ = ("limit", "_entries")
+
+    def __init__(self, limit: int = DECODED_NODES) -> None:
+        self.limit = limit
+        self._entries: dict[str, tuple[SessionIndex, Node]] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def entry(self, node_id: str) -> tuple[SessionIndex, Node] | None:
+        """The kept model of ``node_id`` with the index it was built from, or None (no reordering)."""
+        return self._entries.get(node_id)
+
+    def take(self, index: SessionIndex, ids: Iterable[str]) -> tuple[list[Node | None], int]:
+        """The models of ``ids`` built from ``index`` (None where none is kept), and how many are None.
+
+        Every model found becomes the most recently used.
+        """
+        entries = self._entries
+        pop = entries.pop
+        out: list[Node | None] = []
+        missing = 0
+        for i in ids:
+            entry = pop(i, None)
+            if entry is not None:
+                entries[i] = entry
+                if entry[0] is index:
+                    out.append(entry[1])
+                    continue
+            out.append(None)
+            missing += 1
+        return out, missing
+
+    def put(self, index: SessionIndex, nodes: Iterable[Node]) -> None:
+        """Keep ``nodes``, built from ``index``, dropping the least recently used beyond the limit."""
+        if self.limit <= 0:
+            return
+        entries = self._entries
+        index.decoded = self
+        for node in nodes:
+            entries.pop(node.id, None)
+            entries[node.id] = (index, node)
+        over = len(entries) - self.limit
+        if over > 0:
+            for old in [k for k, _ in zip(entries, range(over), strict=False)]:
+                del entries[old]
+
+    def discard(self, ids: Iterable[str]) -> None:
+        """Drop the models of ``ids`` (their markers or stamps changed)."""
+        entries = self._entries
+        if entries:
+            for i in ids:
+                entries.pop(i, None)
+
+    def clear(self) -> None:
+        """Drop every model."""
+        self._entries.clear()
 
 
 class IndexView(IndexQueries):

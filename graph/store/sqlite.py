@@ -512,6 +512,7 @@ class SessionStore(BaseStore):
                     for seq, nid, p, b in cur:
                         last = seq
                         if nid in index.pred:
+                            index.changed((nid,))  # stored again (deleted, then re-imported)
                             continue
                         index.add(nid, p, b)
                         if is_summary_bits(b):
@@ -545,10 +546,12 @@ class SessionStore(BaseStore):
             (index.session_id, index.mark_seq),
         ):
             key = (provider, value)
+            got = orjson.loads(ids)
+            index.changed(got)
             if key in marks:
-                marks[key].update(orjson.loads(ids))
+                marks[key].update(got)
             else:
-                marks[key] = set(orjson.loads(ids))
+                marks[key] = set(got)
             index.mark_seq = max(index.mark_seq, newest)
 
     def _session(self, row: tuple[Any, ...]) -> Session:
