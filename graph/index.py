@@ -346,6 +346,7 @@ class SessionIndex(IndexQueries):
             of values of one provider; a marker of another value is no marker for this one.
         covers: summary id -> covered ids, oldest first.
         node_seq, mark_seq, rewound_seq: the newest change seen in each table (SQLite store).
+        deletions: how many session deletions the store had seen when the index was built (SQLite).
         rewound: how many nodes are stamped rewound (walks skip the check when none are).
         decoded: The store's cache of decoded nodes this index feeds, or None: every marker and
             rewound stamp recorded here drops its node from it (:meth:`changed`).
@@ -362,6 +363,7 @@ class SessionIndex(IndexQueries):
         "node_seq",
         "mark_seq",
         "rewound_seq",
+        "deletions",
         "rewound",
         "stale",
         "decoded",
@@ -381,6 +383,7 @@ class SessionIndex(IndexQueries):
         self.node_seq = 0
         self.mark_seq = 0
         self.rewound_seq = 0
+        self.deletions = 0
         self.rewound = 0
         self.stale = False
         self.decoded: DecodedNodes | None = None
@@ -436,6 +439,18 @@ class SessionIndex(IndexQueries):
             nodes = list(nodes)
             self.decoded.discard(nodes)
         self.marks.setdefault((provider, value), set()).update(nodes)
+
+    def reset(self) -> None:
+        """Forget every node, marker and stamp (the session was deleted and made again elsewhere).
+
+        The next catch-up is a full build; the decoded models this index fed are dropped.
+        """
+        self.changed(self.pred)
+        self.head = None
+        self.rev = self.node_seq = self.mark_seq = self.rewound_seq = self.rewound = 0
+        self.pred, self.bits, self.marks, self.covers = {}, {}, {}, {}
+        self._children = self._tips = None
+        self._tips_at = 0
 
     def changed(self, nodes: Iterable[str]) -> None:
         """Say that the markers, stamps or row of ``nodes`` changed by a way other than this class's.

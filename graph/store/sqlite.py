@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -73,6 +74,9 @@ __all__ = ["FTS_PREFIXES", "MIGRATIONS", "SCHEMA_VERSION", "SessionStore"]
 _CHUNK = 500  # ids per IN (...) query, under SQLite's variable limit
 
 _FETCH = 50_000  # rows per fetch of a full index build (bounds the rows held at once)
+
+_DELETIONS = "SELECT coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key='deletions'), 0)"
+"""How many times sessions were deleted from the file (``meta``'s ``deletions``, absent until the first)."""
 
 _WAL_HEADER = 48
 """Bytes of the WAL-index header every commit rewrites (SQLite's ``WalIndexHdr``, first copy)."""
@@ -491,6 +495,12 @@ class SessionStore(BaseStore):
             if row[0] == index.rev and index.pred:
                 return
             sid = index.session_id
+            (deletions,) = c.execute(_DELETIONS).fetchone()
+            if deletions != index.deletions:
+                # Sessions were deleted since the index was built: their seqs may be handed out
+                # again and this one may have been deleted and made again, so it is built anew.
+                index.reset()
+                index.deletions = deletions
             full = not index.pred and index.node_seq == 0
             with paused_gc(full):
                 summaries: list[str] = []
@@ -654,12 +664,15 @@ class SessionStore(BaseStore):
             self.conn.execute(
                 "INSERT INTO sessions (id, title, created_at, updated_at, head, rev, spawned_from,"
                 " parent_session, metadata, runtime, project)"
-                " VALUES (?, ?, ?, ?, NULL, 0, ?, ?, ?, ?, ?)",
+                " VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?)",
                 (
                     session.id,
                     session.title,
                     to_micros(session.created_at),
                     to_micros(session.updated_at),
+                    # The first rev is the clock in microseconds: a session deleted and made again
+                    # never comes back to a rev another store's cached index saw.
+                    time.time_ns() // 1000,
                     session.spawned_from,
                     session.parent_session,
                     encode(dict(session.metadata)),
@@ -978,6 +991,10 @@ class SessionStore(BaseStore):
                 for table in ("marks", "rewound", "nodes"):
                     c.execute(f"DELETE FROM {table} WHERE session_id IN ({marks})", chunk)
                 c.execute(f"DELETE FROM sessions WHERE id IN ({marks})", chunk)
+            c.execute(
+                "INSERT INTO meta (key, value) VALUES ('deletions', '1') ON CONFLICT (key)"
+                " DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+            )
 
 
 def _node_row(values: tuple[Any, ...]) -> NodeRow:
