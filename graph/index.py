@@ -22,7 +22,8 @@ from graph.models import Kind, Node, Role
 
 __all__ = [
     "ARTIFACT",
-    "DECODED_NODES",
+    "DECODED_BYTES",
+    "DECODED_NODE_BYTES",
     "DECODED_PAYLOAD_BYTES",
     "EMPTY",
     "DecodedNodes",
@@ -550,45 +551,60 @@ class _MarksView(Mapping[tuple[str, str], Set[str]]):
         return len(self._marks)
 
 
-DECODED_NODES = 2048
-"""How many decoded nodes a store keeps by default (:class:`DecodedNodes`)."""
+DECODED_BYTES = 32 * 1024 * 1024
+"""How many bytes of decoded nodes a store keeps by default (:class:`DecodedNodes`)."""
 
-DECODED_PAYLOAD_BYTES = 16 * 1024
+DECODED_NODE_BYTES = 1_600
+"""What a decoded node takes beyond its row's encoded payload, counted against the budget.
+
+Measured: a text turn of 100 characters (a 100-byte payload) takes about 1.7 KB as a kept model
+(the frozen model, its field dict, id strings, datetime, metadata dict, the cache's entry)."""
+
+DECODED_PAYLOAD_BYTES = 64 * 1024
 """A stored row whose encoded content and metadata exceed this many bytes is never kept decoded."""
 
 
 class DecodedNodes:
-    """A bounded cache of decoded :class:`~graph.models.Node` models by node id, least recently used out.
+    """A cache of decoded :class:`~graph.models.Node` models by node id, bounded in bytes, least recently used out.
 
     A node's content never changes once stored; what its model also carries, the markers and the
     rewound stamp in its metadata, comes from the session's index. So an entry is kept together with
     the :class:`SessionIndex` it was built from, and is served only while that same index object is
     the store's current one for the session: a rebuilt, reloaded or rolled-back index (a new object)
     never sees another's entries. That index drops a node's entry whenever it records a marker or a
-    stamp on it, whether this store wrote it or a refresh read another process's write, so a served
-    model always says what the index says. Models are frozen and shared between callers.
+    stamp on it, whether this store wrote it or a refresh read another process's write, and when the
+    node's row arrives again (its session deleted and stored anew), so a served model always says
+    what the index and the rows say. Models are frozen and shared between callers: treat their
+    metadata as read-only.
 
-    Size: at most ``limit`` models, each from a row of at most :data:`DECODED_PAYLOAD_BYTES` of
-    encoded content and metadata (larger rows are decoded on every read). A text turn of a few
-    hundred characters takes about 1.5 KiB as a model, so the default of :data:`DECODED_NODES` holds
-    about 3 MiB of ordinary turns, and at most a few tens of MiB of the largest kept rows.
+    Size: each entry counts its row's encoded bytes (content and metadata) plus
+    :data:`DECODED_NODE_BYTES`; the total stays within ``budget`` (by default :data:`DECODED_BYTES`,
+    about 20,000 ordinary text turns). Decoded text takes about its encoded size; content blocks take
+    more (a few hundred bytes per block model), so a session of many small blocks can hold up to about
+    twice the budget. Rows over :data:`DECODED_PAYLOAD_BYTES` are decoded on every read.
 
     Args:
-        limit: The most models kept (0 keeps none).
+        budget: The most bytes counted for the kept models (0 keeps none).
     """
 
-    __slots__ = ("limit", "_entries")
+    __slots__ = ("budget", "size", "_entries")
 
-    def __init__(self, limit: int = DECODED_NODES) -> None:
-        self.limit = limit
-        self._entries: dict[str, tuple[SessionIndex, Node]] = {}
+    def __init__(self, budget: int = DECODED_BYTES) -> None:
+        self.budget = budget
+        self.size = 0
+        self._entries: dict[str, tuple[SessionIndex, Node, int]] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
 
+    def holds(self, count: int) -> bool:
+        """Whether ``count`` ordinary nodes fit the budget at once (a larger read is not kept)."""
+        return count * DECODED_NODE_BYTES <= self.budget
+
     def entry(self, node_id: str) -> tuple[SessionIndex, Node] | None:
         """The kept model of ``node_id`` with the index it was built from, or None (no reordering)."""
-        return self._entries.get(node_id)
+        got = self._entries.get(node_id)
+        return None if got is None else (got[0], got[1])
 
     def take(self, index: SessionIndex, ids: Iterable[str]) -> tuple[list[Node | None], int]:
         """The models of ``ids`` built from ``index`` (None where none is kept), and how many are None.
@@ -610,30 +626,47 @@ class DecodedNodes:
             missing += 1
         return out, missing
 
-    def put(self, index: SessionIndex, nodes: Iterable[Node]) -> None:
-        """Keep ``nodes``, built from ``index``, dropping the least recently used beyond the limit."""
-        if self.limit <= 0:
+    def put(self, index: SessionIndex, nodes: Iterable[tuple[Node, int]]) -> None:
+        """Keep ``nodes`` (each with its row's encoded bytes), built from ``index``.
+
+        The least recently used go until the total is within the budget again.
+        """
+        if self.budget <= 0:
             return
         entries = self._entries
         index.decoded = self
-        for node in nodes:
-            entries.pop(node.id, None)
-            entries[node.id] = (index, node)
-        over = len(entries) - self.limit
-        if over > 0:
-            for old in [k for k, _ in zip(entries, range(over), strict=False)]:
-                del entries[old]
+        size = self.size
+        for node, payload in nodes:
+            old = entries.pop(node.id, None)
+            if old is not None:
+                size -= old[2]
+            cost = payload + DECODED_NODE_BYTES
+            entries[node.id] = (index, node, cost)
+            size += cost
+        if size > self.budget:
+            drop = []
+            for k, e in entries.items():
+                if size <= self.budget:
+                    break
+                size -= e[2]
+                drop.append(k)
+            for k in drop:
+                del entries[k]
+        self.size = size
 
     def discard(self, ids: Iterable[str]) -> None:
-        """Drop the models of ``ids`` (their markers or stamps changed)."""
+        """Drop the models of ``ids`` (their markers, stamps or rows changed)."""
         entries = self._entries
         if entries:
             for i in ids:
-                entries.pop(i, None)
+                old = entries.pop(i, None)
+                if old is not None:
+                    self.size -= old[2]
 
     def clear(self) -> None:
         """Drop every model."""
         self._entries.clear()
+        self.size = 0
 
 
 class IndexView(IndexQueries):

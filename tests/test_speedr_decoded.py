@@ -10,7 +10,7 @@ import pytest
 from builder import build, chain
 
 from graph import SessionStore
-from graph.index import DECODED_PAYLOAD_BYTES, DecodedNodes, SessionIndex
+from graph.index import DECODED_NODE_BYTES, DECODED_PAYLOAD_BYTES, DecodedNodes, SessionIndex
 from graph.models import Kind, Node, Role, from_micros
 from graph.store.base import BaseStore
 from graph.testing.contract import StoreFactory
@@ -128,18 +128,20 @@ def _node(i: int) -> Node:
     )
 
 
-def test_the_cache_keeps_the_most_recently_used_up_to_its_limit() -> None:
+def test_the_cache_keeps_the_most_recently_used_within_its_budget() -> None:
     idx, other = SessionIndex("s"), SessionIndex("s")
-    kept = DecodedNodes(limit=2)
-    kept.put(idx, [_node(1), _node(2)])
+    kept = DecodedNodes(budget=2 * (DECODED_NODE_BYTES + 10))
+    kept.put(idx, [(_node(1), 10), (_node(2), 10)])
     assert kept.take(idx, ["n1"])[1] == 0  # n1 is now the most recently used
-    kept.put(idx, [_node(3)])
-    assert len(kept) == 2
+    kept.put(idx, [(_node(3), 10)])
+    assert len(kept) == 2 and kept.size == kept.budget
     found, missing = kept.take(idx, ["n1", "n2", "n3"])
     assert [n and n.id for n in found] == ["n1", None, "n3"] and missing == 1
     assert kept.take(other, ["n1"]) == ([None], 1)  # built from another index: not served
     idx.add_marks("memory", "w", ["n1"])  # the index it fed drops what it marks
-    assert kept.take(idx, ["n1", "n3"])[1] == 1
-    none = DecodedNodes(limit=0)
-    none.put(idx, [_node(3)])
+    assert kept.take(idx, ["n1", "n3"])[1] == 1 and kept.size == DECODED_NODE_BYTES + 10
+    kept.put(idx, [(_node(4), 10 * DECODED_NODE_BYTES)])  # alone over the budget: nothing stays
+    assert len(kept) == 0 and kept.size == 0
+    none = DecodedNodes(budget=0)
+    none.put(idx, [(_node(3), 10)])
     assert len(none) == 0

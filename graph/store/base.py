@@ -1296,10 +1296,10 @@ class BaseStore(ABC):
 
         Models kept decoded from this index are served as they are (see
         :class:`~graph.index.DecodedNodes`); the rest come from one batched row read and are kept,
-        unless the read is larger than the cache or a row's payload too big to keep.
+        unless the read is larger than the cache holds or a row's payload too big to keep.
         """
         decoded = self._decoded
-        if len(ids) > decoded.limit:
+        if not decoded.holds(len(ids)):
             return self._decode_rows(idx, ids, None)
         found, missing = decoded.take(idx, ids)
         if not missing:
@@ -1323,11 +1323,9 @@ class BaseStore(ABC):
             stamped = idx.is_rewound
             models = [build(rows[i], written.get(i), i in idx.bits and stamped(i)) for i in ids]
         if keep is not None:
+            sizes = [len(rows[i].content) + len(rows[i].metadata) for i in ids]
             small = DECODED_PAYLOAD_BYTES
-            keep.put(
-                idx,
-                [m for m in models if len(rows[m.id].content) + len(rows[m.id].metadata) <= small],
-            )
+            keep.put(idx, [(m, b) for m, b in zip(models, sizes, strict=True) if b <= small])
         return models
 
     def _rows_of(self, idx: SessionIndex, ids: Sequence[str]) -> Mapping[str, NodeRow]:
@@ -1394,8 +1392,9 @@ class BaseStore(ABC):
             return self._read_direct(row.session_id, [node_id])[0]
         idx = self._index(row.session_id)
         model = self._model(row, idx)
-        if len(row.content) + len(row.metadata) <= DECODED_PAYLOAD_BYTES:
-            self._decoded.put(idx, [model])
+        payload = len(row.content) + len(row.metadata)
+        if payload <= DECODED_PAYLOAD_BYTES:
+            self._decoded.put(idx, [(model, payload)])
         return model
 
     def nodes(self, session_id: str, ids: Sequence[str] | None = None) -> list[Node]:
