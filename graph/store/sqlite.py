@@ -103,12 +103,21 @@ def _store_error(e: sqlite3.Error) -> StoreError:
     return StoreError(f"sqlite: {e}")
 
 
-@contextmanager
-def _translated() -> Iterator[None]:
-    try:
-        yield
-    except sqlite3.Error as e:
-        raise _store_error(e) from e
+class _translated:  # lower case: it reads as the function it replaced, ``with _translated():``
+    """Raise every ``sqlite3.Error`` of the block as its :func:`_store_error`.
+
+    A class rather than a generator context manager: it wraps every statement of the hot append and
+    refresh paths, and costs a fifth as much.
+    """
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, e: BaseException | None, tb: object) -> None:
+        if isinstance(e, sqlite3.Error):
+            raise _store_error(e) from e
 
 
 def _v1_tables(db: sqlite_utils.Database) -> None:
