@@ -1425,7 +1425,8 @@ class BaseStore(ABC):
         """Yield the nodes of :meth:`nodes`, reading ``chunk`` of them at a time.
 
         Memory stays bounded by ``chunk`` models whatever the number of ids (a 1e6-node pending list
-        printed as it is read). Ids are checked when their chunk is read.
+        printed as it is read), beyond the store's kept decoded nodes (bounded in bytes: see
+        :class:`~graph.index.DecodedNodes`). Ids are checked when their chunk is read.
 
         Raises:
             UnknownSessionError: no such session.
