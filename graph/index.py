@@ -18,11 +18,15 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import NamedTuple
 
-from graph.models import Kind, Role
+from graph.models import Kind, Node, Role
 
 __all__ = [
     "ARTIFACT",
+    "DECODED_BYTES",
+    "DECODED_NODE_BYTES",
+    "DECODED_PAYLOAD_BYTES",
     "EMPTY",
+    "DecodedNodes",
     "KIND_MASK",
     "MEMORY_ELIGIBLE",
     "ROLE_MASK",
@@ -343,7 +347,10 @@ class SessionIndex(IndexQueries):
             of values of one provider; a marker of another value is no marker for this one.
         covers: summary id -> covered ids, oldest first.
         node_seq, mark_seq, rewound_seq: the newest change seen in each table (SQLite store).
+        deletions: how many session deletions the store had seen when the index was built (SQLite).
         rewound: how many nodes are stamped rewound (walks skip the check when none are).
+        decoded: The store's cache of decoded nodes this index feeds, or None: every marker and
+            rewound stamp recorded here drops its node from it (:meth:`changed`).
     """
 
     __slots__ = (
@@ -357,8 +364,10 @@ class SessionIndex(IndexQueries):
         "node_seq",
         "mark_seq",
         "rewound_seq",
+        "deletions",
         "rewound",
         "stale",
+        "decoded",
         "_children",
         "_tips",
         "_tips_at",
@@ -375,8 +384,10 @@ class SessionIndex(IndexQueries):
         self.node_seq = 0
         self.mark_seq = 0
         self.rewound_seq = 0
+        self.deletions = 0
         self.rewound = 0
         self.stale = False
+        self.decoded: DecodedNodes | None = None
         self._children: dict[str, list[str]] | None = None
         self._tips: dict[str, None] | None = None  # live tips in insertion order, once asked for
         self._tips_at = 0  # len(pred) when _tips was last brought up to date
@@ -425,7 +436,31 @@ class SessionIndex(IndexQueries):
 
     def add_marks(self, provider: str, value: str, nodes: Iterable[str]) -> None:
         """Record markers written after the index was built."""
+        if self.decoded is not None:
+            nodes = list(nodes)
+            self.decoded.discard(nodes)
         self.marks.setdefault((provider, value), set()).update(nodes)
+
+    def reset(self) -> None:
+        """Forget every node, marker and stamp (the session was deleted and made again elsewhere).
+
+        The next catch-up is a full build; the decoded models this index fed are dropped.
+        """
+        self.changed(self.pred)
+        self.head = None
+        self.rev = self.node_seq = self.mark_seq = self.rewound_seq = self.rewound = 0
+        self.pred, self.bits, self.marks, self.covers = {}, {}, {}, {}
+        self._children = self._tips = None
+        self._tips_at = 0
+
+    def changed(self, nodes: Iterable[str]) -> None:
+        """Say that the markers, stamps or row of ``nodes`` changed by a way other than this class's.
+
+        Their decoded models, which carry markers and stamps in their metadata, are dropped from
+        :attr:`decoded` (a backend's refresh that updates :attr:`marks` itself calls it).
+        """
+        if self.decoded is not None:
+            self.decoded.discard(nodes)
 
     @property
     def children(self) -> dict[str, list[str]]:
@@ -444,6 +479,9 @@ class SessionIndex(IndexQueries):
     def stamp_rewound(self, nodes: Iterable[str]) -> None:
         """Record rewound stamps written after the index was built."""
         bits = self.bits
+        if self.decoded is not None:
+            nodes = list(nodes)
+            self.decoded.discard(nodes)
         for n in nodes:
             if n in bits and not bits[n] & REWOUND:
                 bits[n] |= REWOUND
@@ -453,6 +491,9 @@ class SessionIndex(IndexQueries):
     def unstamp_rewound(self, nodes: Iterable[str]) -> None:
         """Undo :meth:`stamp_rewound` (an in-memory rollback)."""
         bits = self.bits
+        if self.decoded is not None:
+            nodes = list(nodes)
+            self.decoded.discard(nodes)
         for n in nodes:
             if n in bits and bits[n] & REWOUND:
                 bits[n] &= ~REWOUND
@@ -508,6 +549,124 @@ class _MarksView(Mapping[tuple[str, str], Set[str]]):
 
     def __len__(self) -> int:
         return len(self._marks)
+
+
+DECODED_BYTES = 32 * 1024 * 1024
+"""How many bytes of decoded nodes a store keeps by default (:class:`DecodedNodes`)."""
+
+DECODED_NODE_BYTES = 1_600
+"""What a decoded node takes beyond its row's encoded payload, counted against the budget.
+
+Measured: a text turn of 100 characters (a 100-byte payload) takes about 1.7 KB as a kept model
+(the frozen model, its field dict, id strings, datetime, metadata dict, the cache's entry)."""
+
+DECODED_PAYLOAD_BYTES = 64 * 1024
+"""A stored row whose encoded content and metadata exceed this many bytes is never kept decoded."""
+
+
+class DecodedNodes:
+    """A cache of decoded :class:`~graph.models.Node` models by node id, bounded in bytes, least recently used out.
+
+    A node's content never changes once stored; what its model also carries, the markers and the
+    rewound stamp in its metadata, comes from the session's index. So an entry is kept together with
+    the :class:`SessionIndex` it was built from, and is served only while that same index object is
+    the store's current one for the session: a rebuilt, reloaded or rolled-back index (a new object)
+    never sees another's entries. That index drops a node's entry whenever it records a marker or a
+    stamp on it, whether this store wrote it or a refresh read another process's write, and when the
+    node's row arrives again (its session deleted and stored anew), so a served model always says
+    what the index and the rows say. Models are frozen and shared between callers: treat their
+    metadata as read-only.
+
+    Size: each entry counts its row's encoded bytes (content and metadata) plus
+    :data:`DECODED_NODE_BYTES`; the total stays within ``budget`` (by default :data:`DECODED_BYTES`,
+    about 20,000 ordinary text turns). Decoded text takes about its encoded size; content blocks take
+    more (a few hundred bytes per block model), so a session of many small blocks can hold up to about
+    twice the budget. Rows over :data:`DECODED_PAYLOAD_BYTES` are decoded on every read.
+
+    Args:
+        budget: The most bytes counted for the kept models (0 keeps none).
+    """
+
+    __slots__ = ("budget", "size", "_entries")
+
+    def __init__(self, budget: int = DECODED_BYTES) -> None:
+        self.budget = budget
+        self.size = 0
+        self._entries: dict[str, tuple[SessionIndex, Node, int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def holds(self, count: int) -> bool:
+        """Whether ``count`` ordinary nodes fit the budget at once (a larger read is not kept)."""
+        return count * DECODED_NODE_BYTES <= self.budget
+
+    def entry(self, node_id: str) -> tuple[SessionIndex, Node] | None:
+        """The kept model of ``node_id`` with the index it was built from, or None (no reordering)."""
+        got = self._entries.get(node_id)
+        return None if got is None else (got[0], got[1])
+
+    def take(self, index: SessionIndex, ids: Iterable[str]) -> tuple[list[Node | None], int]:
+        """The models of ``ids`` built from ``index`` (None where none is kept), and how many are None.
+
+        Every model found becomes the most recently used.
+        """
+        entries = self._entries
+        pop = entries.pop
+        out: list[Node | None] = []
+        missing = 0
+        for i in ids:
+            entry = pop(i, None)
+            if entry is not None:
+                entries[i] = entry
+                if entry[0] is index:
+                    out.append(entry[1])
+                    continue
+            out.append(None)
+            missing += 1
+        return out, missing
+
+    def put(self, index: SessionIndex, nodes: Iterable[tuple[Node, int]]) -> None:
+        """Keep ``nodes`` (each with its row's encoded bytes), built from ``index``.
+
+        The least recently used go until the total is within the budget again.
+        """
+        if self.budget <= 0:
+            return
+        entries = self._entries
+        index.decoded = self
+        size = self.size
+        for node, payload in nodes:
+            old = entries.pop(node.id, None)
+            if old is not None:
+                size -= old[2]
+            cost = payload + DECODED_NODE_BYTES
+            entries[node.id] = (index, node, cost)
+            size += cost
+        if size > self.budget:
+            drop = []
+            for k, e in entries.items():
+                if size <= self.budget:
+                    break
+                size -= e[2]
+                drop.append(k)
+            for k in drop:
+                del entries[k]
+        self.size = size
+
+    def discard(self, ids: Iterable[str]) -> None:
+        """Drop the models of ``ids`` (their markers, stamps or rows changed)."""
+        entries = self._entries
+        if entries:
+            for i in ids:
+                old = entries.pop(i, None)
+                if old is not None:
+                    self.size -= old[2]
+
+    def clear(self) -> None:
+        """Drop every model."""
+        self._entries.clear()
+        self.size = 0
 
 
 class IndexView(IndexQueries):

@@ -39,7 +39,9 @@ from graph.errors import (
 )
 from graph.ids import NodeId, SessionId, new_id
 from graph.index import (
+    DECODED_PAYLOAD_BYTES,
     MEMORY_ELIGIBLE,
+    DecodedNodes,
     Eligibility,
     Eligible,
     IndexView,
@@ -434,6 +436,7 @@ class BaseStore(ABC):
     def __init__(self) -> None:
         self._cache: dict[str, SessionIndex] = {}
         self._walked_cold: set[str] = set()
+        self._decoded = DecodedNodes()
 
     # ---------------------------------------------------------------- persistence primitives
 
@@ -1289,14 +1292,45 @@ class BaseStore(ABC):
     # ---------------------------------------------------------------- reads
 
     def _read_nodes(self, idx: SessionIndex, ids: Sequence[str]) -> list[Node]:
-        """The nodes ``ids`` as models: one batched row read, markers and stamps from the index."""
-        rows = self._db_rows(ids)
+        """The nodes ``ids`` as models, markers and stamps from ``idx`` (a fresh index of their session).
+
+        Models kept decoded from this index are served as they are (see
+        :class:`~graph.index.DecodedNodes`); the rest come from one batched row read and are kept,
+        unless the read is larger than the cache holds or a row's payload too big to keep.
+        """
+        decoded = self._decoded
+        if not decoded.holds(len(ids)):
+            return self._decode_rows(idx, ids, None)
+        found, missing = decoded.take(idx, ids)
+        if not missing:
+            return found  # type: ignore[return-value]
+        if missing == len(ids):
+            return self._decode_rows(idx, ids, decoded)
+        want = [i for i, n in zip(ids, found, strict=True) if n is None]
+        fresh = iter(self._decode_rows(idx, want, decoded))
+        return [n if n is not None else next(fresh) for n in found]
+
+    def _decode_rows(
+        self, idx: SessionIndex, ids: Sequence[str], keep: DecodedNodes | None
+    ) -> list[Node]:
+        """Build the models of ``ids`` from their rows, and put those of small rows in ``keep``."""
+        rows = self._rows_of(idx, ids)
         written = _written_of(idx, ids)
         build = self._build
         if not idx.rewound:
-            return [build(rows[i], written.get(i), False) for i in ids]
-        stamped = idx.is_rewound
-        return [build(rows[i], written.get(i), i in idx.bits and stamped(i)) for i in ids]
+            models = [build(rows[i], written.get(i), False) for i in ids]
+        else:
+            stamped = idx.is_rewound
+            models = [build(rows[i], written.get(i), i in idx.bits and stamped(i)) for i in ids]
+        if keep is not None:
+            sizes = [len(rows[i].content) + len(rows[i].metadata) for i in ids]
+            small = DECODED_PAYLOAD_BYTES
+            keep.put(idx, [(m, b) for m, b in zip(models, sizes, strict=True) if b <= small])
+        return models
+
+    def _rows_of(self, idx: SessionIndex, ids: Sequence[str]) -> Mapping[str, NodeRow]:
+        """The stored rows of ``ids``, nodes of ``idx``'s session (a backend may keep them)."""
+        return self._db_rows(ids)
 
     def _model(self, row: NodeRow, idx: SessionIndex) -> Node:
         written = _written_of(idx, (row.id,)).get(row.id)
@@ -1348,12 +1382,20 @@ class BaseStore(ABC):
         Raises:
             UnknownNodeError: no such node in any session.
         """
+        kept = self._decoded.entry(node_id)
+        if kept is not None and self._fresh_cached(kept[1].session_id) is kept[0]:
+            return kept[1]
         row = self._db_rows([node_id]).get(node_id)
         if row is None:
             raise UnknownNodeError(node_id)
         if self._fresh_cached(row.session_id) is None:
             return self._read_direct(row.session_id, [node_id])[0]
-        return self._model(row, self._index(row.session_id))
+        idx = self._index(row.session_id)
+        model = self._model(row, idx)
+        payload = len(row.content) + len(row.metadata)
+        if payload <= DECODED_PAYLOAD_BYTES:
+            self._decoded.put(idx, [(model, payload)])
+        return model
 
     def nodes(self, session_id: str, ids: Sequence[str] | None = None) -> list[Node]:
         """Return the nodes of ``session_id`` with these ids, in the order given.
@@ -1383,7 +1425,8 @@ class BaseStore(ABC):
         """Yield the nodes of :meth:`nodes`, reading ``chunk`` of them at a time.
 
         Memory stays bounded by ``chunk`` models whatever the number of ids (a 1e6-node pending list
-        printed as it is read). Ids are checked when their chunk is read.
+        printed as it is read), beyond the store's kept decoded nodes (bounded in bytes: see
+        :class:`~graph.index.DecodedNodes`). Ids are checked when their chunk is read.
 
         Raises:
             UnknownSessionError: no such session.
@@ -1669,10 +1712,13 @@ class BaseStore(ABC):
         Raises:
             UnknownSessionError, UnknownNodeError.
         """
-        cold = self._cold_pending(session_id, provider, value, head, eligible)
-        if cold is not None:
-            return self._read_direct(session_id, cold) if cold else []
-        idx = self._index(session_id)
+        self._note_changes()
+        idx = self._cache.get(session_id)
+        if idx is None or idx.stale:  # one freshness check when the index is cached and current
+            cold = self._cold_pending(session_id, provider, value, head, eligible, noted=True)
+            if cold is not None:
+                return self._read_direct(session_id, cold) if cold else []
+            idx = self._index(session_id)
         ids = walks.walk_pending(idx, self._head(idx, head), provider, value, eligible).ids
         return self._read_nodes(idx, ids)
 

@@ -22,9 +22,10 @@ session's first ``rev`` is the server's clock in microseconds, so a session dele
 never returns to a revision a cached index saw. Reading a cached index checks the session's
 ``rev`` (one indexed read, one round trip); when it moved, the session's ``rev`` and the rows
 stamped after the revision the index last saw are read in one snapshot, as one multi-statement
-query: a refresh reads only what changed, in a second round trip. Node rows never change once
-stored, so the rows :meth:`~graph.store.base.BaseStore.pending` returns are kept per session and a warm
-``pending()`` with nothing changed costs the revision check alone.
+query: a refresh reads only what changed, in a second round trip. Node content never changes
+once stored, so the nodes :meth:`~graph.store.base.BaseStore.pending` returns are kept decoded (the
+store's :class:`~graph.index.DecodedNodes`, dropped per node by the refresh that reads its markers or
+stamps) and a warm ``pending()`` with nothing changed costs the revision check alone.
 
 There is no freshness window (answering from the cached index without the check for some
 milliseconds): a marker or append committed by another process would go unseen for that long, and
@@ -57,7 +58,7 @@ from graph.errors import (
 )
 from graph.ids import NodeId, SessionId
 from graph.index import Eligible, SessionIndex, is_summary_bits
-from graph.models import Node, SearchHit, Session, from_micros, to_micros
+from graph.models import SearchHit, Session, from_micros, to_micros
 from graph.search import (
     RANKED_CANDIDATES,
     Query,
@@ -160,10 +161,6 @@ _FIRST_REV = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
 """A new session's first revision: the server's clock in microseconds, so a session deleted and
 made again under the same id never comes back to a revision a cached index saw (each write takes
 longer than a microsecond, so no incarnation counts past the next one's start)."""
-_CACHED_ROWS = 1024
-"""At most this many node rows are kept per session (a pending this long is read, not kept)."""
-_CACHED_SESSIONS = 256
-"""Sessions whose node rows are kept; past it, every kept row is dropped and reading starts over."""
 
 
 def _busy(e: psycopg.Error) -> StoreBusyError:
@@ -227,7 +224,6 @@ class PostgresSessionStore(BaseStore):
             raise StoreError(f"postgresql: {schema!r} is not a schema name ([a-z_][a-z0-9_]*)")
         self.url = url
         self.schema = schema
-        self._rows: dict[str, dict[str, NodeRow]] = {}
         self._reborn: set[str] = set()
         self._locked: tuple[str, int, str | None] | None = None
         with _translated():
@@ -293,7 +289,6 @@ class PostgresSessionStore(BaseStore):
 
     def _forget(self) -> None:
         super()._forget()
-        self._rows.clear()
         self._reborn.clear()
 
     def drop_schema(self) -> None:
@@ -440,7 +435,6 @@ class PostgresSessionStore(BaseStore):
                     raise UnknownSessionError(sid)
                 rev, head = session[0]
             nodes, marks, stamps, ((still,),) = answers
-            self._rows.pop(sid, None)  # someone else wrote: keep no row across it
             if index.pred and not still:
                 self._reborn.add(sid)  # _index builds a new one
                 return
@@ -448,6 +442,7 @@ class PostgresSessionStore(BaseStore):
             summaries: list[str] = []
             for nid, p, b in nodes:
                 if nid in pred:
+                    index.changed((nid,))  # stored again (deleted, then re-imported)
                     continue
                 if full:
                     pred[nid] = p
@@ -464,30 +459,6 @@ class PostgresSessionStore(BaseStore):
             index.stamp_rewound([r[0] for r in stamps])
         assert rev is not None
         index.rev, index.head = rev, head
-
-    def _read_nodes(self, idx: SessionIndex, ids: Sequence[str]) -> list[Node]:
-        """The nodes of ``ids`` (from a fresh index of their session), their rows kept for next time.
-
-        Node rows never change once stored (markers and rewound stamps live in their own tables and
-        come from the index), so a row read once is the row: a warm :meth:`pending` with nothing
-        changed costs the one revision check of the index and no read of the rows. The kept rows of
-        a session are dropped whenever another connection's write to it is seen, when a
-        transaction rolls back and when the session is deleted, so a row is never served for a
-        node that was deleted and stored again with other content.
-        """
-        if len(ids) > _CACHED_ROWS:
-            return super()._read_nodes(idx, ids)
-        kept = self._rows.get(idx.session_id)
-        if kept is None:
-            if len(self._rows) >= _CACHED_SESSIONS:
-                self._rows.clear()
-            kept = self._rows[idx.session_id] = {}
-        missing = [i for i in ids if i not in kept]
-        if missing:
-            if len(kept) + len(missing) > _CACHED_ROWS:
-                kept.clear()
-            kept.update(self._db_rows(missing))
-        return [self._model(kept[i], idx) for i in ids]
 
     # ---------------------------------------------------------------- sessions
 
@@ -723,8 +694,6 @@ class PostgresSessionStore(BaseStore):
 
     def _db_delete_sessions(self, session_ids: Sequence[str]) -> None:
         ids = list(session_ids)
-        for sid in ids:
-            self._rows.pop(sid, None)
         with _translated():
             for sid in ids:
                 self._bump(sid)  # locks each row first: no writer of these sessions in between
