@@ -134,3 +134,9 @@ def test_a_bad_value_keeps_typers_message(tmp_path: Path, args: list[str], messa
     assert p.returncode == 2
     assert p.stderr.startswith("error: sessiongraph sessions: Invalid value for '--limit': ")
     assert message in p.stderr and "Traceback" not in p.stderr
+
+
+def test_no_help_shows_docstring_markup() -> None:
+    for name, text in _help(lazy_command(app), ["sessiongraph"]).items():
+        for markup in ("``", ":func:", ":class:", ":meth:", ":data:", ":mod:"):
+            assert markup not in text, (name, markup)

@@ -370,7 +370,7 @@ def sessions(
     """List sessions, most recently updated first: id, title, last update, nodes, spawned from.
 
     Read with one query per listed session (its node count), never a session's whole graph, so a
-    store with million-node sessions lists as quickly as a small one (``show`` and ``open`` give
+    store with million-node sessions lists as quickly as a small one ('show' and 'open' give
     the tips and forks). An empty store says how to fill it.
     """
     from graph import plain_table
