@@ -215,9 +215,15 @@ def read(
     # refused back as ambiguous (naming both), never taken for the wrong node.
     listed = [m.id for m in window.messages]
     names = {n: n for n in listed} if full else short_forms(listed)
-    of = f"{window.total}" if window.total is not None else "more"
+    counted = (
+        f"{window.returned} of {window.total} messages"
+        if window.total is not None
+        else f"the newest {window.returned} messages (older ones exist, not counted)"
+        if not window.newer
+        else f"{window.returned} messages (older ones exist, not counted)"
+    )
     table = Table(
-        title=f"{markup(window.session_id)}: {window.returned} of {of} messages",
+        title=f"{markup(window.session_id)}: {counted}",
         title_justify="left",
     )
     last = window.older + window.returned if window.older is not None else window.returned
