@@ -41,16 +41,13 @@ from graph.errors import (
 )
 from graph.ids import NodeId, SessionId
 from graph.index import (
-    ARTIFACT,
-    KIND_MASK,
-    REWOUND,
     Eligible,
     SessionIndex,
     is_summary_bits,
     kind_of_bits,
-    node_bits,
+    sql_live_message,
 )
-from graph.models import Kind, Role, SearchHit, Session, from_micros, to_micros
+from graph.models import Kind, SearchHit, Session, from_micros, to_micros
 from graph.search import (
     RANKED_CANDIDATES,
     Query,
@@ -73,9 +70,6 @@ if TYPE_CHECKING:
     import sqlite_utils
 
 __all__ = ["FTS_PREFIXES", "MIGRATIONS", "SCHEMA_VERSION", "SessionStore"]
-
-_MESSAGE_KIND = node_bits(Kind.MESSAGE, Role.USER, empty=False, scheduled=False) & KIND_MASK
-"""The ``bits`` of kind message (flags and role aside)."""
 
 _CHUNK = 500  # ids per IN (...) query, under SQLite's variable limit
 
@@ -797,15 +791,16 @@ class SessionStore(BaseStore):
         with _translated():
             if not self._db_has_session(session_id):
                 raise UnknownSessionError(session_id)
+            live = sql_live_message("n.bits")
             rows = self.conn.execute(
                 "WITH RECURSIVE live(id, predecessor, seq) AS ("
-                " SELECT id, predecessor, seq FROM nodes n WHERE session_id=? AND (bits & ?) = ?"
+                f" SELECT id, predecessor, seq FROM nodes n WHERE session_id=? AND {live}"
                 " AND NOT EXISTS (SELECT 1 FROM rewound r WHERE r.node_id = n.id)),"
                 " above(id) AS (SELECT predecessor FROM live WHERE predecessor IS NOT NULL"
                 " UNION SELECT n.predecessor FROM nodes n JOIN above ON n.id = above.id"
                 " WHERE n.predecessor IS NOT NULL)"
                 " SELECT id FROM live WHERE id NOT IN (SELECT id FROM above) ORDER BY seq DESC",
-                (session_id, KIND_MASK | REWOUND | ARTIFACT, _MESSAGE_KIND),
+                (session_id,),
             ).fetchall()
         return [NodeId(r[0]) for r in rows]
 
