@@ -10,14 +10,15 @@ import pytest
 from builder import build
 from typer.testing import CliRunner
 
-from graph import Kind, Role, SessionStore
+from graph import Kind, MemorySessionStore, Role, SessionStore, UnknownSessionError
+from graph.store.base import BaseStore
 from graph.store.sqlite import SessionStore as SqliteStore
+from graph.testing.contract import StoreFactory
 from memory.lookup import open_session, recent_sessions
 
 
-def _shapes(db: Path) -> list[str]:
+def _build_shapes(store: BaseStore) -> list[str]:
     """Sessions whose tips and message counts take the corner cases of both definitions."""
-    store = SessionStore(db)
     forked = build(store, "a-b-c-d; b-x-y", session="forked")
     rewound = build(store, "r1-r2-r3-r4", session="rewound")
     store.rewind(rewound, "r2")
@@ -34,24 +35,32 @@ def _shapes(db: Path) -> list[str]:
     sibling = build(store, "t1-t2-t3", session="sibling")
     store.compact(sibling, ["t2", "t3"], "the middle", layout="sibling", id="sib")
     empty = store.create_session("empty").id
-    store.close()
     return [forked, rewound, events, artifact, summarized, sibling, empty]
 
 
-def test_counts_and_tips_without_the_index_equal_the_index(tmp_path: Path) -> None:
-    db = tmp_path / "s.db"
-    ids = _shapes(db)
-    fresh = SessionStore(db)
+def _shapes(db: Path) -> list[str]:
+    store = SessionStore(db)
+    ids = _build_shapes(store)
+    store.close()
+    return ids
+
+
+def test_counts_and_tips_without_the_index_equal_the_index(store_factory: StoreFactory) -> None:
+    ids = _build_shapes(store_factory())
+    fresh = store_factory()
+    shared = isinstance(fresh, MemorySessionStore)  # one store: its indexes are already built
     by_query = {sid: (fresh.message_count(sid), fresh.tips(sid)) for sid in ids}
-    assert not fresh._cache, "a count or a tip query built an index"
-    indexed = SessionStore(db)
+    assert shared or not fresh._cache, "a count or a tip query built an index"
+    indexed = store_factory()
     for sid in ids:
         indexed.index(sid)
         assert by_query[sid] == (len(indexed.message_ids(sid)), indexed.tips(sid)), sid
     assert by_query["forked"] == (4, ["y", "d"])
     assert by_query[ids[-1]] == (0, [])  # the empty session
-    fresh.close()
-    indexed.close()
+    with pytest.raises(UnknownSessionError):
+        fresh.tips("nope")
+    with pytest.raises(UnknownSessionError):
+        fresh.message_count("nope")
 
 
 @pytest.mark.parametrize("command", ["recent", "open"])

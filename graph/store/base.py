@@ -539,6 +539,17 @@ class BaseStore(ABC):
         """
         return None
 
+    def _db_message_count(self, session_id: str, head: str | None) -> int | None:
+        """The messages on ``head``'s branch (the stored head by default), counted by the backend.
+
+        For a backend without :meth:`_db_walk_back` that can still count the branch in one query.
+        None (the default) means the caller asks the index instead.
+
+        Raises:
+            UnknownSessionError, UnknownNodeError.
+        """
+        return None
+
     def _db_live_tips(self, session_id: str) -> list[NodeId] | None:
         """The live tips, newest first, found by the backend without the session's index.
 
@@ -1600,10 +1611,14 @@ class BaseStore(ABC):
         """
         self._note_changes()
         cached = self._cache.get(session_id)
-        walk = self._db_walk_back(session_id, head) if cached is None or cached.stale else None
-        if walk is None:
-            return len(self.message_ids(session_id, head))
-        return sum(1 for _, message in walk if message)
+        if cached is None or cached.stale:
+            walk = self._db_walk_back(session_id, head)
+            if walk is not None:
+                return sum(1 for _, message in walk if message)
+            counted = self._db_message_count(session_id, head)
+            if counted is not None:
+                return counted
+        return len(self.message_ids(session_id, head))
 
     def stats(self, session_id: str) -> SessionStats:
         """Count the session's nodes, roots, forks, rewound nodes, summaries, live tips and spawns.
