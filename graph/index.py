@@ -49,6 +49,7 @@ __all__ = [
     "rewound_bits",
     "same_kind_and_role",
     "sql_bit_tests",
+    "sql_live_message",
 ]
 
 _KINDS = (Kind.MESSAGE, Kind.SUMMARY, Kind.EVENT)
@@ -245,6 +246,16 @@ def sql_bit_tests(column: str, eligible: Eligible) -> SqlBitTests:
 
 
 _LIVE_MASK = KIND_MASK | REWOUND | ARTIFACT  # bits & _LIVE_MASK == _MESSAGE: a live message
+
+
+def sql_live_message(column: str) -> str:
+    """The SQL test that the node whose stored bits are in ``column`` can be a live tip.
+
+    True for a message on no artifact fork; a store keeps its rewound stamps in a table of their own,
+    so the caller also tests that the node is not stamped. Only integers from this module are written
+    into the expression.
+    """
+    return f"({column} & {_LIVE_MASK}) = {_MESSAGE}"
 
 
 def _scan_live_tips(pred: dict[str, str | None], bits: dict[str, int]) -> list[str]:

@@ -30,7 +30,7 @@ from graph.ids import NodeId, SessionId
 from graph.index import IndexView
 from graph.models import Node
 from graph.store.base import BaseStore, MessageTail
-from graph.walks import branch_ids, live_tips
+from graph.walks import branch_ids
 from memory.caps import LOOKUP_DEFAULT_MESSAGES, LOOKUP_MAX_MESSAGES, LOOKUP_MAX_SESSIONS
 
 __all__ = [
@@ -126,16 +126,17 @@ def _messages_of(index: IndexView, ids: list[str]) -> list[str]:
 
 
 def _info(store: BaseStore, session_id: str) -> SessionInfo:
+    # Counted and found by the store's queries in a fresh process: listing thirty sessions builds
+    # none of their indexes (a million-node session costs its branch walk, not its graph).
     session = store.session(session_id)
-    index = store.index(session_id)
     return SessionInfo(
         id=session.id,
         title=session.title,
         created_at=session.created_at,
         updated_at=session.updated_at,
         head=session.head,
-        messages=len(store.message_ids(session_id)),
-        live_tips=tuple(NodeId(t) for t in live_tips(index)),
+        messages=store.message_count(session_id),
+        live_tips=tuple(store.tips(session_id)),
         parent_session=session.parent_session,
     )
 

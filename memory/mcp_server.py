@@ -60,7 +60,13 @@ from memory.caps import CapExceeded
 from memory.changes import Change, ChangeSet, CreateRecord, Destination, SourceRef
 from memory.errors import MemoryLayerError
 from memory.interface import wrap_context
-from memory.lookup import SessionInfo, latest_message, open_session, read_transcript
+from memory.lookup import (
+    SessionInfo,
+    branch_messages,
+    latest_message,
+    open_session,
+    read_transcript,
+)
 from memory.reading import record_view, search_page, workspace_status
 from memory.records import CORE_TOPIC, source_id
 from memory.secrets import scan
@@ -445,7 +451,10 @@ class SessionTools:
     ) -> Transcript:
         """Read a window of a session's transcript."""
         sid = self._session(session_id).id
-        w = read_transcript(self.store, sid, count, before)
+        # A server keeps the session's index cached, so its windows carry exact totals.
+        w = read_transcript(
+            self.store, sid, count, before, messages=branch_messages(self.store, sid)
+        )
         return Transcript(
             session_id=w.session_id,
             head=w.head,

@@ -114,7 +114,7 @@ def test_read_table_says_older_messages_were_not_returned_and_pages_back(
     db: dict[str, object],
 ) -> None:
     out = run(db, "read", str(db["long"]), "--count", "5")
-    assert "5 of more messages" in out
+    assert "the newest 5 messages (older ones exist, not counted)" in " ".join(out.split())
     assert "older messages exist and were not returned" in " ".join(out.split())
     assert "turn 41" in out and "turn 36" not in out
     before = out.split("older: --before ")[1].split()[0]

@@ -137,7 +137,7 @@ def test_read_and_latest_build_no_session_index(
     env = {"COLUMNS": "120"}
     r = CliRunner().invoke(app, ["--db", str(db), "read", sid, "-n", "3"], env=env)
     assert r.exit_code == 0, r.output
-    assert "3 of more messages" in r.output
+    assert "the newest 3 messages (older ones exist, not counted)" in " ".join(r.output.split())
     rows = [ln.replace("│", " ").split()[:2] for ln in r.output.splitlines() if "│ m" in ln]
     assert rows == [["-3", "m38"], ["-2", "m39"], ["-1", "m40"]]
     assert "older: --before m38" in r.output

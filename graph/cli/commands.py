@@ -370,7 +370,7 @@ def sessions(
     """List sessions, most recently updated first: id, title, last update, nodes, spawned from.
 
     Read with one query per listed session (its node count), never a session's whole graph, so a
-    store with million-node sessions lists as quickly as a small one (``show`` and ``open`` give
+    store with million-node sessions lists as quickly as a small one ('show' and 'open' give
     the tips and forks). An empty store says how to fill it.
     """
     from graph import plain_table
@@ -743,7 +743,7 @@ def main(argv: list[str] | None = None) -> None:
     usage mistake (an unknown option, a missing argument).
     """
     args = sys.argv[1:] if argv is None else argv
-    from typer.main import get_command
+    from graph.cli.startup import lazy_command
 
     try:  # typer >= 0.20 raises its own copy of click's exceptions
         from typer._click import exceptions as clicks
@@ -751,7 +751,7 @@ def main(argv: list[str] | None = None) -> None:
         import click.exceptions as clicks  # type: ignore[no-redef]
 
     _register_commands(args)
-    command = get_command(app)
+    command = lazy_command(app)
     try:
         code = command.main(args, prog_name="sessiongraph", standalone_mode=False)
     except clicks.NoArgsIsHelpError as e:

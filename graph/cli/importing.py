@@ -257,15 +257,17 @@ def import_command(
     had: dict[str, int] = {}
     if not (json or settings.quiet):
         had = {x.id: store.node_count(x.id) for x in store.sessions()}
+    err = _console(stderr=True)
     with Progress(
         TextColumn("importing"),
         BarColumn(),
         DownloadColumn(),
         TimeElapsedColumn(),
         TextColumn("{task.description}"),
-        console=_console(stderr=True),
+        console=err,
         transient=True,
-        disable=json or settings.quiet,
+        # Redirected stderr (a log, a pipe) gets no bar: it would only leave an empty line there.
+        disable=json or settings.quiet or not err.is_terminal,
     ) as bar:
         task = bar.add_task("", total=sum(sizes.values()))
         before = {"bytes": 0}
@@ -401,7 +403,7 @@ def export_command(
 ) -> None:
     """Write SESSION as a msgpack bundle (nodes, links, markers, metadata) to FILE.
 
-    ``sessiongraph import FILE`` in another store reproduces the same graph and markers.
+    'sessiongraph import FILE' in another store reproduces the same graph and markers.
     """
     from graph.bundle import export_session
 

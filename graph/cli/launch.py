@@ -30,3 +30,7 @@ def main() -> None:
     from graph.cli.commands import main as run
 
     run()
+
+
+if __name__ == "__main__":
+    main()

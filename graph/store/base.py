@@ -542,6 +542,29 @@ class BaseStore(ABC):
         """
         return None
 
+    def _db_message_count(self, session_id: str, head: str | None) -> int | None:
+        """The messages on ``head``'s branch (the stored head by default), counted by the backend.
+
+        For a backend without :meth:`_db_walk_back` that can still count the branch in one query.
+        None (the default) means the caller asks the index instead.
+
+        Raises:
+            UnknownSessionError, UnknownNodeError.
+        """
+        return None
+
+    def _db_live_tips(self, session_id: str) -> list[NodeId] | None:
+        """The live tips, newest first, found by the backend without the session's index.
+
+        A live tip is a message that is neither rewound nor on an artifact fork and is no ancestor of
+        such a message (the definition :func:`graph.walks.live_tips` scans for). None (the default)
+        means the caller asks the index instead.
+
+        Raises:
+            UnknownSessionError: no such session.
+        """
+        return None
+
     def _db_pending_walk(
         self, session_id: str, head: str | None, provider: str, value: str, eligible: Eligible
     ) -> SessionIndex | None:
@@ -1604,8 +1627,41 @@ class BaseStore(ABC):
         return self._read_nodes(idx, walks.context_ids(idx, self._head(idx, head)))
 
     def tips(self, session_id: str) -> list[NodeId]:
-        """Return the live tips (messages with no live message below them, not rewound), newest first."""
+        """Return the live tips (messages with no live message below them, not rewound), newest first.
+
+        With no index of the session cached (a fresh process), a backend that can find them in one
+        query does, and no index is built; otherwise the index answers.
+
+        Raises:
+            UnknownSessionError: no such session.
+        """
+        self._note_changes()
+        cached = self._cache.get(session_id)
+        found = self._db_live_tips(session_id) if cached is None or cached.stale else None
+        if found is not None:
+            return found
         return [NodeId(t) for t in walks.live_tips(self._index(session_id))]
+
+    def message_count(self, session_id: str, head: str | None = None) -> int:
+        """How many messages :meth:`message_ids` returns (the messages on ``head``'s branch).
+
+        With no index of the session cached (a fresh process), a backend that can walk its stored
+        rows back from the head counts them as it walks (no payload read, nothing kept); otherwise the
+        index answers.
+
+        Raises:
+            UnknownSessionError, UnknownNodeError.
+        """
+        self._note_changes()
+        cached = self._cache.get(session_id)
+        if cached is None or cached.stale:
+            walk = self._db_walk_back(session_id, head)
+            if walk is not None:
+                return sum(1 for _, message in walk if message)
+            counted = self._db_message_count(session_id, head)
+            if counted is not None:
+                return counted
+        return len(self.message_ids(session_id, head))
 
     def stats(self, session_id: str) -> SessionStats:
         """Count the session's nodes, roots, forks, rewound nodes, summaries, live tips and spawns.

@@ -54,11 +54,12 @@ from graph.errors import (
     SchemaVersionError,
     StoreBusyError,
     StoreError,
+    UnknownNodeError,
     UnknownSessionError,
 )
 from graph.ids import NodeId, SessionId
-from graph.index import Eligible, SessionIndex, is_summary_bits
-from graph.models import SearchHit, Session, from_micros, to_micros
+from graph.index import Eligible, SessionIndex, is_summary_bits, kind_of_bits, sql_live_message
+from graph.models import Kind, Node, SearchHit, Session, from_micros, to_micros
 from graph.search import (
     RANKED_CANDIDATES,
     Query,
@@ -667,6 +668,51 @@ class PostgresSessionStore(BaseStore):
                 "SELECT id, session_id FROM nodes WHERE id = ANY(%s)", (list(ids),)
             ).fetchall()
         return {str(n): str(s) for n, s in rows}
+
+    def _db_message_count(self, session_id: str, head: str | None) -> int:
+        """Walk the stored rows back from the head in one recursive query and count the messages."""
+        with _translated():
+            row = self.conn.execute(
+                "SELECT head FROM sessions WHERE id = %s", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise UnknownSessionError(session_id)
+            start = row[0] if head is None else head
+            if start is None:
+                return 0
+            rows = self.conn.execute(
+                "WITH RECURSIVE up(id, predecessor, bits) AS ("
+                " SELECT id, predecessor, bits FROM nodes WHERE id = %s AND session_id = %s"
+                " UNION ALL"
+                " SELECT n.id, n.predecessor, n.bits FROM nodes n JOIN up ON n.id = up.predecessor)"
+                " SELECT bits, EXISTS (SELECT 1 FROM rewound r WHERE r.node_id = up.id) FROM up",
+                (start, session_id),
+            ).fetchall()
+        if not rows:
+            raise UnknownNodeError(start, session_id)
+        return sum(
+            1 for bits, rewound in rows if not rewound and kind_of_bits(bits) is Kind.MESSAGE
+        )
+
+    def _db_live_tips(self, session_id: str) -> list[NodeId]:
+        """Live messages that are no node's ancestor among live messages, newest first (one query)."""
+        live = sql_live_message("n.bits")
+        with _translated():
+            if not self._db_has_session(session_id):
+                raise UnknownSessionError(session_id)
+            rows = self.conn.execute(
+                "WITH RECURSIVE live AS ("
+                f" SELECT n.id, n.predecessor, n.rev, n.ord FROM nodes n"
+                f" WHERE n.session_id = %s AND {live}"
+                " AND NOT EXISTS (SELECT 1 FROM rewound r WHERE r.node_id = n.id)),"
+                " above(id) AS (SELECT predecessor FROM live WHERE predecessor IS NOT NULL"
+                " UNION SELECT n.predecessor FROM nodes n JOIN above ON n.id = above.id"
+                " WHERE n.predecessor IS NOT NULL)"
+                " SELECT id FROM live WHERE id NOT IN (SELECT id FROM above)"
+                " ORDER BY rev DESC, ord DESC",
+                (session_id,),
+            ).fetchall()
+        return [NodeId(r[0]) for r in rows]
 
     def _db_node_count(self, session_id: str) -> int:
         with _translated():

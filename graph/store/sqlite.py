@@ -46,6 +46,7 @@ from graph.index import (
     SessionIndex,
     is_summary_bits,
     kind_of_bits,
+    sql_live_message,
 )
 from graph.models import Kind, SearchHit, Session, from_micros, to_micros
 from graph.search import (
@@ -809,6 +810,24 @@ class SessionStore(BaseStore):
             if not found:
                 raise UnknownNodeError(start, session_id)
         return None
+
+    def _db_live_tips(self, session_id: str) -> list[NodeId]:
+        """Live messages that are no node's ancestor among live messages, newest first (one query)."""
+        with _translated():
+            if not self._db_has_session(session_id):
+                raise UnknownSessionError(session_id)
+            live = sql_live_message("n.bits")
+            rows = self.conn.execute(
+                "WITH RECURSIVE live(id, predecessor, seq) AS ("
+                f" SELECT id, predecessor, seq FROM nodes n WHERE session_id=? AND {live}"
+                " AND NOT EXISTS (SELECT 1 FROM rewound r WHERE r.node_id = n.id)),"
+                " above(id) AS (SELECT predecessor FROM live WHERE predecessor IS NOT NULL"
+                " UNION SELECT n.predecessor FROM nodes n JOIN above ON n.id = above.id"
+                " WHERE n.predecessor IS NOT NULL)"
+                " SELECT id FROM live WHERE id NOT IN (SELECT id FROM above) ORDER BY seq DESC",
+                (session_id,),
+            ).fetchall()
+        return [NodeId(r[0]) for r in rows]
 
     def _db_walk_back(self, session_id: str, head: str | None) -> Iterator[tuple[str, bool]]:
         """Walk the stored rows back from the head in a recursive query read row by row."""

@@ -35,7 +35,6 @@ from memory.caps import LOOKUP_DEFAULT_MESSAGES, LOOKUP_MAX_SESSIONS
 
 if TYPE_CHECKING:
     from rich.console import Console
-    from rich.table import Table
 
     from graph.models import Node
     from graph.store.base import BaseStore
@@ -100,33 +99,41 @@ def window_json(window: TranscriptWindow) -> dict[str, Any]:
     }
 
 
-def _info_table(rows: list[SessionInfo], shorts: dict[str, str], full: bool) -> Table:
-    """The ``recent`` table: ids never cut (short forms, or whole and folded with --full)."""
-    from rich import box
-    from rich.table import Table
+def _info_table(rows: list[SessionInfo], shorts: dict[str, str], full: bool) -> str:
+    """The ``recent`` table, drawn as plain text like ``sessions`` (no rich to import).
+
+    Ids are never cut: short forms whole on one line, or whole and folded with ``--full``.
+    """
+    from graph import plain_table
+    from graph.plain_table import Column
+    from graph.terminal import visible
 
     def name(sid: str | None) -> str:
         return "" if not sid else sid if full else shorts.get(sid, sid)
 
     spawned = any(s.parent_session for s in rows)
-    table = Table(box=box.SIMPLE_HEAD)
-    id_column(table, "session", [name(s.id) for s in rows], full)
-    table.add_column("updated", no_wrap=True, min_width=16)
-    table.add_column("msgs", justify="right", no_wrap=True, min_width=4)
-    table.add_column("tips", justify="right", no_wrap=True, min_width=4)
-    table.add_column("title", ratio=1, min_width=10)
+    ids = Column("session", "fold" if full else "fixed", minimum=12)
+    columns = [
+        ids,
+        Column("updated"),
+        Column("msgs", right=True),
+        Column("tips", right=True),
+        Column("title", "wrap", minimum=10),
+    ]
     if spawned:
-        id_column(table, "spawned by", [name(s.parent_session) for s in rows], full)
-    for s in rows:
-        cells = [
-            markup(name(s.id)),
+        columns.append(Column("spawned by", ids.mode, minimum=12))
+    table = [
+        [
+            visible(name(s.id)),
             s.updated_at.strftime("%Y-%m-%d %H:%M"),
             str(s.messages),
             str(len(s.live_tips)),
-            markup(s.title),
+            visible(" ".join(s.title.split())),
+            *([visible(name(s.parent_session))] if spawned else []),
         ]
-        table.add_row(*cells, *([markup(name(s.parent_session))] if spawned else []))
-    return table
+        for s in rows
+    ]
+    return plain_table.render(columns, table, plain_table.terminal_width())
 
 
 def recent(
@@ -145,9 +152,11 @@ def recent(
     if json:
         _dump([s.model_dump(mode="json") for s in rows])
         return
-    console = _console()
-    console.print(_info_table(rows, session_short_forms(store), full))
-    console.print(f"{len(rows)} session(s), most recently updated first")
+    if not rows:
+        print("no sessions; import some with `sessiongraph import`")
+        return
+    print(_info_table(rows, session_short_forms(store), full))
+    print(f"{len(rows)} session(s), most recently updated first")
 
 
 def open_(ctx: typer.Context, session: _SESSION, json: _JSON = False) -> None:
@@ -215,9 +224,15 @@ def read(
     # refused back as ambiguous (naming both), never taken for the wrong node.
     listed = [m.id for m in window.messages]
     names = {n: n for n in listed} if full else short_forms(listed)
-    of = f"{window.total}" if window.total is not None else "more"
+    counted = (
+        f"{window.returned} of {window.total} messages"
+        if window.total is not None
+        else f"the newest {window.returned} messages (older ones exist, not counted)"
+        if not window.newer
+        else f"{window.returned} messages (older ones exist, not counted)"
+    )
     table = Table(
-        title=f"{markup(window.session_id)}: {window.returned} of {of} messages",
+        title=f"{markup(window.session_id)}: {counted}",
         title_justify="left",
     )
     last = window.older + window.returned if window.older is not None else window.returned

@@ -446,7 +446,7 @@ def delete(
 ) -> None:
     """Delete a record and its citations (sources stay archived); undoable for --grace seconds.
 
-    The undo hint repeats the ``--db`` and ``-w`` given, so it runs on the same workspace.
+    The undo hint repeats the --db and -w given, so it runs on the same workspace.
     """
     with _errors():
         grace = DEFAULT_GRACE if grace is None else grace
@@ -992,7 +992,7 @@ def reset(
 ) -> None:
     """Start a new workspace id: every session becomes pending again for memory.
 
-    The old database is set aside (``memory.<old-id>.db``), not destroyed; other providers' markers
+    The old database is set aside (memory.<old-id>.db), not destroyed; other providers' markers
     are untouched.
     """
     import sys
