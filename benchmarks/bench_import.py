@@ -11,7 +11,7 @@ tenth line, a file-history snapshot every fiftieth); pi v3 entries with ``id``/`
 ``session`` header; Codex rollout lines after ``session_meta`` (user and assistant messages, function
 calls and outputs, token counts). The note column says how many nodes the import stored.
 
-Re-import of a grown Claude Code file: the file imported once, then 10 lines appended before each
+Re-import of a grown file, in each format: the file imported once, then 10 lines appended before each
 timed run; a full re-read of the file (``resume=False``, what every re-import did before) against
 resuming from the stored offset, warm and cold, and the floor of parsing the new lines.
 
@@ -303,20 +303,21 @@ _GROWTH = 10
 """Lines appended before each timed re-import."""
 
 
-def _run_grown(bench: Bench, directory: Path, size: int) -> None:
-    """Re-import a Claude Code file of ``size`` entries after it grew by :data:`_GROWTH` lines.
+def _run_grown(bench: Bench, directory: Path, size: int, fmt: str = "claude-code") -> None:
+    """Re-import a file of ``size`` entries of ``fmt`` after it grew by :data:`_GROWTH` lines.
 
     Before: the whole file read and every rule re-run (``resume=False``). After: resumed from the
     stored offset and state, with the store warm (a watcher's long-lived store) and cold (a store
     opened just before, as one ``sessiongraph import`` run). The floor reads and parses the new lines.
     """
     repeats = max(5, bench.repeats)
-    lines = claude_code_lines(size + _GROWTH * 4 * (repeats + 2))
-    path = _write(directory / f"grown-{size}.jsonl", lines[:size])
-    db = scratch_db(directory, f"grown-{size}.db")
+    make, importer = FORMATS[fmt]
+    lines = make(size + _GROWTH * 4 * (repeats + 2))
+    path = _write(directory / f"grown-{fmt}-{size}.jsonl", lines[:size])
+    db = scratch_db(directory, f"grown-{fmt}-{size}.db")
     state: dict[str, Any] = {"store": SessionStore(db), "at": size}
-    with bench.timed(f"import claude-code {size:.0e} before growing it"):
-        claude_code.import_file(state["store"], path)
+    with bench.timed(f"import {fmt} {size:.0e} before growing it"):
+        importer(state["store"], path)
 
     def grow() -> None:
         new = lines[state["at"] : state["at"] + _GROWTH]
@@ -331,7 +332,7 @@ def _run_grown(bench: Bench, directory: Path, size: int) -> None:
 
     def reimport(resume: bool) -> Callable[[], None]:
         def run() -> None:
-            report = claude_code.import_file(state["store"], path, resume=resume)
+            report = importer(state["store"], path, resume=resume)
             assert report.nodes_added > 0, report
 
         return run
@@ -342,7 +343,7 @@ def _run_grown(bench: Bench, directory: Path, size: int) -> None:
         for raw in sample.splitlines():
             orjson.loads(raw)
 
-    g = "re-import claude-code grown by 10 lines"
+    g = f"re-import {fmt} grown by 10 lines"
     before, warm, cold_r, _ = bench.compare(
         g,
         size,
@@ -359,7 +360,7 @@ def _run_grown(bench: Bench, directory: Path, size: int) -> None:
     warm.note = f"{before.median / warm.median:.0f}x faster than before"
     cold_r.note = "includes the store's cold index build (add_nodes)"
     bench.target(
-        f"re-import grown {size:,}: resumed (warm) minus parsing the new lines",
+        f"re-import {fmt} grown {size:,}: resumed (warm) minus parsing the new lines",
         (warm.median - floor) * 1e3,
         "<=",
         10,
@@ -450,7 +451,7 @@ def _run_memory(bench: Bench, directory: Path, sizes: list[int]) -> None:
     first = figures[0][1] - figures[0][2]
     bench.target(
         f"peak memory beyond the index, {sizes[0]:,} -> {n:,} entries"
-        f" (size x{n / sizes[0]:.0f}; flat is 1x)",
+        f" (size x{n / sizes[0]:.3g}; flat is 1x)",
         (mib - index) / max(first, 1.0),
         "<=",
         1.5,
@@ -478,8 +479,9 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                 with bench.timed(f"generate {fmt} {n:.0e}"):
                     path = _write(directory / f"gen-{fmt}-{n}.jsonl", make(n))
                 _run(bench, directory, f"{fmt} generated", n, [path], importer)
-        for n in sizes:
-            _run_grown(bench, directory, n)
+        for fmt in FORMATS:
+            for n in sizes:
+                _run_grown(bench, directory, n, fmt)
         peak_sizes = [2_000, 5_000] if args.smoke else [5_000, 20_000, 50_000]
         _run_memory(bench, directory, peak_sizes if args.quick else [20_000, 50_000, 100_000])
     return bench.finish(args.json)
