@@ -13,8 +13,8 @@ from typing import Any
 from graph.ids import NodeId
 from graph.importers.jsonl import LineProblems
 from graph.importers.report import FileReport
-from graph.models import Content, ImageBlock, Kind, Node, Role, Session, TextBlock, content_text
-from graph.store.base import BaseStore, _appended_node, paused_gc
+from graph.models import Content, ImageBlock, Session, TextBlock, content_text
+from graph.store.base import BaseStore, paused_gc
 
 __all__ = [
     "EPOCH",
@@ -22,7 +22,6 @@ __all__ = [
     "file_import",
     "holders",
     "image_block",
-    "make_node",
     "parse_time",
     "preview",
     "stamp_subtrees",
@@ -51,42 +50,6 @@ def file_import(path: Path, fmt: str) -> Iterator[tuple[FileReport, LineProblems
     report.skipped += problems.skipped
     report.repaired += problems.repaired
     report.seconds = time.perf_counter() - start
-
-
-def make_node(
-    *,
-    id: str,
-    session_id: str,
-    predecessor: str | None,
-    kind: Kind,
-    role: Role,
-    content: Content,
-    created_at: datetime,
-    metadata: dict[str, Any],
-    covers: tuple[str, ...] = (),
-) -> Node:
-    """The :class:`Node` of an importer's values, validated only where validation could fail.
-
-    Importers build ids as ``str``, times as ``datetime`` and content from block models, so the
-    node is made from them directly, as a single append's is, instead of being validated field by
-    field (a large share of an import's cost per entry); other values are validated.
-
-    Raises:
-        pydantic.ValidationError: a value that is not what ``Node`` holds.
-    """
-    return _appended_node(
-        {
-            "id": id,
-            "session_id": session_id,
-            "predecessor": predecessor,
-            "kind": kind,
-            "role": role,
-            "content": content,
-            "created_at": created_at,
-            "metadata": metadata,
-            "covers": covers,
-        }
-    )
 
 
 def parse_time(value: Any, fallback: datetime) -> datetime:

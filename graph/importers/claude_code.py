@@ -69,7 +69,6 @@ from graph.importers._common import (
     ensure_session,
     file_import,
     image_block,
-    make_node,
     parse_time,
     preview,
     stamp_subtrees,
@@ -442,9 +441,7 @@ def _node(
     when: datetime,
     extra: Mapping[str, Any],
     node_id: str | None = None,
-    covers: tuple[str, ...] = (),
 ) -> Node:
-    """The node of an entry; ``covers`` are kept when it is a compaction summary."""
     data = line.data
     meta: dict[str, Any] = {k: v for k, v in data.items() if k not in ("uuid", "parentUuid")}
     meta["line"] = line.number
@@ -474,7 +471,7 @@ def _node(
             role = Role.TOOL
         else:
             role = Role.USER
-    return make_node(
+    return Node(
         id=node_id or data["uuid"],
         session_id=sid,
         predecessor=predecessor,
@@ -483,7 +480,6 @@ def _node(
         content=content,
         created_at=when,
         metadata=meta,
-        covers=covers if kind is Kind.SUMMARY else (),
     )
 
 
@@ -1030,18 +1026,12 @@ def _write_chunks(
         for i, chunk in enumerate(chunks):
             nodes = []
             for spec in chunk:
-                line = full(spec.uuid)
-                nodes.append(
-                    _node(
-                        sid,
-                        line,
-                        spec.predecessor,
-                        spec.when,
-                        spec.extra,
-                        spec.node_id,
-                        spec.covers,
-                    )
+                node = _node(
+                    sid, full(spec.uuid), spec.predecessor, spec.when, spec.extra, spec.node_id
                 )
+                if spec.covers and node.kind is Kind.SUMMARY:
+                    node = node.model_copy(update={"covers": spec.covers})
+                nodes.append(node)
             if head is not None and i == len(chunks) - 1:
                 added += len(store.add_nodes(sid, nodes, head=head))
             else:

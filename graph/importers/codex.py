@@ -61,7 +61,6 @@ from graph.importers._common import (
     ensure_session,
     file_import,
     holders,
-    make_node,
     parse_time,
     preview,
     stamp_subtrees,
@@ -658,7 +657,7 @@ def _node(
     thread = node_id.rsplit(":", 1)[0]
     if thread != sid:
         meta["transcript_session"] = thread
-    return make_node(
+    return Node(
         id=node_id,
         session_id=sid,
         predecessor=p,

@@ -65,7 +65,6 @@ from graph.importers._common import (
     file_import,
     holders,
     image_block,
-    make_node,
     parse_time,
     preview,
     stored_ids,
@@ -438,7 +437,7 @@ def _node(
         report.dangling.append((node_id, dangling[node_id]))
     kind, role, content, extra = _message(e.data)
     meta.update(extra)
-    return make_node(
+    return Node(
         id=node_id,
         session_id=sid,
         predecessor=p,
