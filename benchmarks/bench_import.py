@@ -2,8 +2,9 @@
 
 Subject (issue 7, item 5; issue 18's import rows). For each format, generated transcripts of 1e4 and 1e5 entries (quick mode:
 2e3) and, when present, the real corpus (``../shared/corpus``, read in place, never copied). Each
-import runs into a fresh SQLite store file (made before the clock starts); the floor is reading the
-same file and parsing every line with ``orjson``.
+import runs into a fresh SQLite store file (made before the clock starts); the floors are reading the
+same file and parsing every line with ``orjson``, and that plus a bare ``executemany`` of the rows the
+import stored (nodes and their search text) into the same schema, in one transaction.
 
 Generated transcripts are seeded and shaped like the corpus: Claude Code entries with ``uuid`` and
 ``parentUuid`` (user and assistant turns, tool calls with their results, a ``progress`` entry every
@@ -11,12 +12,13 @@ tenth line, a file-history snapshot every fiftieth); pi v3 entries with ``id``/`
 ``session`` header; Codex rollout lines after ``session_meta`` (user and assistant messages, function
 calls and outputs, token counts). The note column says how many nodes the import stored.
 
-Re-import of a grown Claude Code file: the file imported once, then 10 lines appended before each
+Re-import of a grown file, in each format: the file imported once, then 10 lines appended before each
 timed run; a full re-read of the file (``resume=False``, what every re-import did before) against
 resuming from the stored offset, warm and cold, and the floor of parsing the new lines.
 
-Peak memory: a Claude Code file of 2e4 and 5e4 entries (quick mode: 2e3 and 5e3) imported in a
-process of its own: ``ru_maxrss`` after the import minus the resident size before it.
+Peak memory: a Claude Code file of 2e4, 5e4 and 1e5 entries (quick mode: 5e3, 2e4 and 5e4)
+imported in a process of its own: the process's peak resident size during the import minus its
+resident size before it, beside the size of the session's index, with the growth per 1e4 entries.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from _harness import Alt, Bench, parse_args, scratch_db, scratch_dir  # noqa: E4
 
 from graph import SessionStore  # noqa: E402
 from graph.importers import claude_code, codex, import_paths, pi  # noqa: E402
+from graph.store.sqlite import _INSERT_NODE  # noqa: E402
 
 CORPUS = Path(
     os.environ.get("SESSIONGRAPH_CORPUS")
@@ -277,17 +280,42 @@ def _run(
 
     run = do_paths if importer is None else do_import
     fresh()
+    rows: list[Any] = []
+    real_insert = state["store"]._db_insert_nodes
+    state["store"]._db_insert_nodes = lambda batch: (rows.extend(batch), real_insert(batch))
     run()
     nodes = state["nodes"]
+    sessions = sorted({r.session_id for r in rows})
+    node_rows = [r[:7] for r in rows]
+    said = [(r.text, r.id) for r in rows if r.text]
+
+    def floor_store() -> None:
+        fresh()
+        for sid in sessions:
+            state["store"].create_session("", id=sid)
+
+    def parse_and_insert() -> None:
+        _read_parse(files)
+        conn = state["store"].conn  # autocommit mode: the transaction is opened here
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(_INSERT_NODE, node_rows)
+        conn.executemany(
+            "INSERT INTO node_text (rowid, text) SELECT seq, ? FROM nodes WHERE id=?", said
+        )
+        conn.execute("COMMIT")
+
     g = f"import {label}"
-    imp, _ = bench.compare(
-        g,
-        size,
-        [
-            Alt("import into a fresh store", run, fresh, per=size),
-            Alt("floor: read + orjson.loads every line", lambda: _read_parse(files), per=size),
-        ],
-    )
+    alts = [
+        Alt("import into a fresh store", run, fresh, per=size),
+        Alt("floor: read + orjson.loads every line", lambda: _read_parse(files), per=size),
+        Alt(
+            "floor: read + parse + bare executemany of its rows",
+            parse_and_insert,
+            floor_store,
+            per=size,
+        ),
+    ]
+    imp, *_ = bench.compare(g, size, alts)
     imp.note = f"{nodes:,} nodes stored"
     state["store"].close()
     bench.target(
@@ -296,26 +324,33 @@ def _run(
         "<=",
         3,
     )
+    bench.target(
+        f"import {label} {size:,} / read, parse and bare executemany",
+        bench.ratio(g, "import into a fresh store", alts[2].name, size),
+        "<=",
+        2,
+    )
 
 
 _GROWTH = 10
 """Lines appended before each timed re-import."""
 
 
-def _run_grown(bench: Bench, directory: Path, size: int) -> None:
-    """Re-import a Claude Code file of ``size`` entries after it grew by :data:`_GROWTH` lines.
+def _run_grown(bench: Bench, directory: Path, size: int, fmt: str = "claude-code") -> None:
+    """Re-import a file of ``size`` entries of ``fmt`` after it grew by :data:`_GROWTH` lines.
 
     Before: the whole file read and every rule re-run (``resume=False``). After: resumed from the
     stored offset and state, with the store warm (a watcher's long-lived store) and cold (a store
     opened just before, as one ``sessiongraph import`` run). The floor reads and parses the new lines.
     """
     repeats = max(5, bench.repeats)
-    lines = claude_code_lines(size + _GROWTH * 4 * (repeats + 2))
-    path = _write(directory / f"grown-{size}.jsonl", lines[:size])
-    db = scratch_db(directory, f"grown-{size}.db")
+    make, importer = FORMATS[fmt]
+    lines = make(size + _GROWTH * 4 * (repeats + 2))
+    path = _write(directory / f"grown-{fmt}-{size}.jsonl", lines[:size])
+    db = scratch_db(directory, f"grown-{fmt}-{size}.db")
     state: dict[str, Any] = {"store": SessionStore(db), "at": size}
-    with bench.timed(f"import claude-code {size:.0e} before growing it"):
-        claude_code.import_file(state["store"], path)
+    with bench.timed(f"import {fmt} {size:.0e} before growing it"):
+        importer(state["store"], path)
 
     def grow() -> None:
         new = lines[state["at"] : state["at"] + _GROWTH]
@@ -330,7 +365,7 @@ def _run_grown(bench: Bench, directory: Path, size: int) -> None:
 
     def reimport(resume: bool) -> Callable[[], None]:
         def run() -> None:
-            report = claude_code.import_file(state["store"], path, resume=resume)
+            report = importer(state["store"], path, resume=resume)
             assert report.nodes_added > 0, report
 
         return run
@@ -341,7 +376,7 @@ def _run_grown(bench: Bench, directory: Path, size: int) -> None:
         for raw in sample.splitlines():
             orjson.loads(raw)
 
-    g = "re-import claude-code grown by 10 lines"
+    g = f"re-import {fmt} grown by 10 lines"
     before, warm, cold_r, _ = bench.compare(
         g,
         size,
@@ -358,7 +393,7 @@ def _run_grown(bench: Bench, directory: Path, size: int) -> None:
     warm.note = f"{before.median / warm.median:.0f}x faster than before"
     cold_r.note = "includes the store's cold index build (add_nodes)"
     bench.target(
-        f"re-import grown {size:,}: resumed (warm) minus parsing the new lines",
+        f"re-import {fmt} grown {size:,}: resumed (warm) minus parsing the new lines",
         (warm.median - floor) * 1e3,
         "<=",
         10,
@@ -367,55 +402,90 @@ def _run_grown(bench: Bench, directory: Path, size: int) -> None:
 
 
 _PEAK = """
-import resource, sys
+import sys, tracemalloc
 from pathlib import Path
 from graph import SessionStore
 from graph.importers import claude_code
+
+def status(field):
+    for row in Path("/proc/self/status").read_text().splitlines():
+        if row.startswith(field + ":"):
+            return int(row.split()[1])  # KiB
+    raise SystemExit(f"no {field} in /proc/self/status")
+
 store = SessionStore(Path(sys.argv[2]))
-pages = int(Path("/proc/self/statm").read_text().split()[1])
-before = pages * resource.getpagesize() // 1024  # resident now, KiB (ru_maxrss may be higher)
+before = status("VmRSS")
 report = claude_code.import_file(store, Path(sys.argv[1]))
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+peak = status("VmHWM")  # this process's own high-water mark (ru_maxrss would count the parent's)
 store.close()
-print(before, after, report.nodes_added)
+store = SessionStore(Path(sys.argv[2]))
+tracemalloc.start()
+store.index(report.session_ids[0])
+index = tracemalloc.get_traced_memory()[0] // 1024
+print(before, peak, index, report.nodes_added)
 """
 
 
-def _peak_mib(path: Path, db: Path) -> tuple[float, int]:
-    """(peak resident memory the import added, in MiB; nodes stored), in a process of its own."""
+def _peak_mib(path: Path, db: Path) -> tuple[float, float, int]:
+    """In a process of its own: (peak resident memory the import added, the index's size, nodes).
+
+    Both in MiB: ``VmHWM`` after the import minus ``VmRSS`` before it (``ru_maxrss`` is not used:
+    a child process inherits its parent's figure), and the memory a fresh build of the session's
+    index allocates (traced by ``tracemalloc``).
+    """
     out = subprocess.run(
         [sys.executable, "-c", _PEAK, str(path), str(db)],
         check=True,
         capture_output=True,
         text=True,
     ).stdout.split()
-    before, after, nodes = (int(x) for x in out)
-    return (after - before) / 1024, nodes  # ru_maxrss is in KiB on Linux
+    before, peak, index, nodes = (int(x) for x in out)
+    return (peak - before) / 1024, index / 1024, nodes
 
 
 def _run_memory(bench: Bench, directory: Path, sizes: list[int]) -> None:
-    """Peak memory of importing a Claude Code file, at two sizes, each in a fresh process.
+    """Peak memory of importing a Claude Code file, at three sizes, each in a fresh process.
 
-    ``ru_maxrss`` after the import minus the resident size before it (the store open, the modules
-    loaded): what the import itself holds at its peak. Flat in file size is the bar; the ratio of the two figures to
-    the ratio of the sizes says how far from flat it is.
+    The peak resident size during the import minus the resident size before it (the store open,
+    the modules loaded): what the import itself holds at its peak, the session's index included;
+    the index's own size is measured beside it. The bar: at most 100 MiB beyond the index, flat in
+    file size. Each size's line says how much the figure grew per 10,000 more entries.
     """
-    figures = []
+    figures: list[tuple[int, float, float]] = []
     for n in sizes:
-        path = _write(directory / f"peak-{n}.jsonl", claude_code_lines(n))
-        mib, nodes = _peak_mib(path, scratch_db(directory, f"peak-{n}.db"))
-        figures.append(mib)
+        path = directory / f"peak-{n}.jsonl"
+        # Written by a child too: the lines generated here would stay in this process's memory.
+        subprocess.run(
+            [sys.executable, __file__, "--write-claude-code", str(n), str(path)], check=True
+        )
+        mib, index, nodes = _peak_mib(path, scratch_db(directory, f"peak-{n}.db"))
+        growth = ""
+        if figures:
+            n0, mib0, index0 = figures[-1]
+            per = 1e4 / (n - n0)
+            growth = (
+                f"; per 1e4 more entries: +{(mib - mib0) * per:.1f} MiB,"
+                f" +{((mib - index) - (mib0 - index0)) * per:.1f} MiB beyond the index"
+            )
+        figures.append((n, mib, index))
         print(
             f"peak memory, claude-code import of {n:,} entries"
-            f" ({path.stat().st_size / 2**20:.1f} MiB of file, {nodes:,} nodes): +{mib:.0f} MiB"
+            f" ({path.stat().st_size / 2**20:.1f} MiB of file, {nodes:,} nodes):"
+            f" +{mib:.0f} MiB, the index {index:.0f} MiB of it{growth}"
         )
+    n, mib, index = figures[-1]
     bench.target(
-        f"peak memory importing claude-code {sizes[-1]:,} entries", figures[-1], "<=", 100, "MiB"
+        f"peak memory importing claude-code {n:,} entries, beyond the index",
+        mib - index,
+        "<=",
+        100,
+        "MiB",
     )
+    first = figures[0][1] - figures[0][2]
     bench.target(
-        f"peak memory growth {sizes[0]:,} -> {sizes[-1]:,} entries"
-        f" (size x{sizes[-1] / sizes[0]:.1f}; flat is 1x)",
-        figures[-1] / max(figures[0], 1.0),
+        f"peak memory beyond the index, {sizes[0]:,} -> {n:,} entries"
+        f" (size x{n / sizes[0]:.3g}; flat is 1x)",
+        (mib - index) / max(first, 1.0),
         "<=",
         1.5,
     )
@@ -423,6 +493,10 @@ def _run_memory(bench: Bench, directory: Path, sizes: list[int]) -> None:
 
 def main(argv: list[str] | None = None) -> dict[str, object]:
     """Run the import benchmarks and return the JSON-shaped results."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--write-claude-code"]:  # the memory runs' files, written in a child process
+        _write(Path(argv[2]), claude_code_lines(int(argv[1])))
+        return {}
     args = parse_args(__doc__.splitlines()[0], argv)
     sizes = [200] if args.smoke else [2_000] if args.quick else [10_000, 100_000]
     bench = Bench("import", args.quick, args.repeats)
@@ -438,9 +512,11 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
                 with bench.timed(f"generate {fmt} {n:.0e}"):
                     path = _write(directory / f"gen-{fmt}-{n}.jsonl", make(n))
                 _run(bench, directory, f"{fmt} generated", n, [path], importer)
-        for n in sizes:
-            _run_grown(bench, directory, n)
-        _run_memory(bench, directory, [2_000, 5_000] if args.quick else [20_000, 50_000])
+        for fmt in FORMATS:
+            for n in sizes:
+                _run_grown(bench, directory, n, fmt)
+        peak_sizes = [2_000, 5_000] if args.smoke else [5_000, 20_000, 50_000]
+        _run_memory(bench, directory, peak_sizes if args.quick else [20_000, 50_000, 100_000])
     return bench.finish(args.json)
 
 

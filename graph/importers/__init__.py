@@ -3,7 +3,7 @@
 :func:`import_paths` takes files or directories, tells each file's format (:func:`detect_format`) and
 imports it with its format's ``import_file``, one transaction per file: a file that fails leaves
 nothing behind and the others still import. Re-importing changes nothing; a grown file adds only its
-new entries (a Claude Code file is read from where its last import stopped: :mod:`~graph.importers.resume`). Formats: :mod:`~graph.importers.claude_code`, :mod:`~graph.importers.pi`,
+new entries (a Claude Code, pi or Codex file is read from where its last import stopped: :mod:`~graph.importers.resume`). Formats: :mod:`~graph.importers.claude_code`, :mod:`~graph.importers.pi`,
 :mod:`~graph.importers.codex`, the session bundles of :mod:`graph.bundle`, and LangGraph
 ``SqliteSaver`` checkpoint databases (:mod:`~graph.importers.langgraph`).
 """

@@ -54,7 +54,8 @@ How entries become nodes:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -73,7 +74,7 @@ from graph.importers._common import (
     stamp_subtrees,
     stored_ids,
 )
-from graph.importers.jsonl import Line, LineProblems, ReadPosition, read_jsonl
+from graph.importers.jsonl import Line, LineProblems, LineReader, ReadPosition, read_jsonl
 from graph.importers.report import FileReport, TranscriptError
 from graph.importers.resume import FileState, resume_point, save_state
 from graph.models import (
@@ -107,6 +108,34 @@ class _Transcript:
     path: Path
     entries: dict[str, Line] = field(default_factory=dict)
     other: list[Line] = field(default_factory=list)
+    slim: bool = False
+    """Whether ``entries`` hold only what the rules read (:func:`_slim`), the full entries being
+    read again from the file when their nodes are made (:meth:`reading`)."""
+
+    @contextmanager
+    def reading(self) -> Iterator[Callable[[str], Line]]:
+        """Yield ``full(uuid) -> Line``: the entry as the file holds it, whole.
+
+        Raises:
+            TranscriptError: (from ``full``) the line no longer holds the entry (the file was
+                rewritten while it was imported).
+            OSError: the file cannot be read.
+        """
+        if not self.slim:
+            yield self.entries.__getitem__
+            return
+        with LineReader(self.path) as reader:
+
+            def full(u: str) -> Line:
+                line = self.entries[u]
+                data = reader.data(line)
+                if data is None or data.get("uuid") != u:
+                    raise TranscriptError(
+                        self.path, f"line {line.number} changed while it was imported (entry {u})"
+                    )
+                return Line(line.number, data, line.offset, line.part)
+
+            yield full
 
     @property
     def session_id(self) -> str:
@@ -122,9 +151,22 @@ class _Transcript:
 
 
 def _read(
-    path: Path, problems: LineProblems, report: FileReport, position: ReadPosition | None = None
+    path: Path,
+    problems: LineProblems,
+    report: FileReport,
+    position: ReadPosition | None = None,
+    *,
+    slim: bool = False,
 ) -> _Transcript:
-    t = _Transcript(path)
+    """Read a file's entries; with ``slim``, keep of each uuid entry only what the rules read.
+
+    (:class:`_Slimmer`).
+
+    A slim read holds a few hundred bytes per entry whatever the entries' size (tool outputs,
+    file contents): the nodes are made from the file, read again a chunk at a time.
+    """
+    t = _Transcript(path, slim=slim)
+    slimmer = _Slimmer()
     for line in read_jsonl(path, problems, position):
         uid = line.data.get("uuid")
         if isinstance(uid, str) and uid:
@@ -132,6 +174,8 @@ def _read(
                 # a replayed entry: the earliest copy is kept
                 first = t.entries[uid].number
                 report.dropped.append((line.number, uid, f"a replay of line {first}'s uuid"))
+            elif slim:
+                t.entries[uid] = Line(line.number, slimmer.slim(line.data), line.offset, line.part)
             else:
                 t.entries[uid] = line
         else:
@@ -147,6 +191,125 @@ def _read(
                 )
             t.other.append(line)
     return t
+
+
+_KEPT = (
+    "uuid",
+    "parentUuid",
+    "logicalParentUuid",
+    "type",
+    "subtype",
+    "timestamp",
+    "compactMetadata",
+    "forkedFrom",
+    "agentId",
+    "parentToolUseID",
+    "toolUseID",
+)
+"""The entry fields the linking, fork, head, rewind, title and spawn rules read, kept as they are."""
+
+_FLAGS = ("isMeta", "isCompactSummary", "isSidechain")
+"""Flags the rules read by truth: kept only when set."""
+
+_SHARED = frozenset(("type", "subtype"))
+"""Kept fields whose values repeat from entry to entry: one string object serves them all."""
+
+_CHANGES = ("cwd", "version", "gitBranch", "sessionId")
+"""Entry fields kept in a slim entry only where their value changes from the entry before."""
+
+_TEXT: dict[str, Any] = {"content": "x"}
+_NO_TEXT: dict[str, Any] = {"content": ""}
+_NO_CONTENT: dict[str, Any] = {}
+
+
+class _Slimmer:
+    """Makes the slim entries of one file's read (:func:`_slim`), sharing what repeats.
+
+    Values that repeat (types, session ids, block lists without ids) are one object for every
+    entry; the parent id is the string object of the entry it names, read before it; ``cwd``,
+    ``version``, ``gitBranch`` and ``sessionId`` are kept only where they change (the session
+    takes the newest of the first three and the first session id, and a resumed read checks each
+    value it meets, so the result is the same).
+    """
+
+    def __init__(self) -> None:
+        self.shared: dict[Any, Any] = {}
+        self.origin: dict[str, Any] = {}
+
+    def _one(self, v: Any) -> Any:
+        return self.shared.setdefault(v, v)
+
+    def slim(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """What the rules read of an entry (see :class:`_Slimmer` and :func:`_slim_message`)."""
+        out: dict[str, Any] = {}
+        for k in _KEPT:
+            if k in data:
+                v = data[k]
+                if isinstance(v, str) and (k in _SHARED or k == "parentUuid"):
+                    v = self._one(v)
+                out[k] = v
+        if isinstance(data.get("uuid"), str):
+            self.shared.setdefault(data["uuid"], data["uuid"])  # the parent of the next entry
+        for k in _FLAGS:
+            if data.get(k):
+                out[k] = data[k]
+        for key in _CHANGES:
+            v = data.get(key)
+            if v and self.origin.get(key) != v:
+                out[key] = self.origin[key] = v
+        result = data.get("toolUseResult")
+        agent = result.get("agentId") if isinstance(result, Mapping) else None
+        if agent:
+            out["toolUseResult"] = {"agentId": agent}
+        d = data.get("data")
+        if isinstance(d, Mapping):
+            kept = tuple((k, d[k]) for k in ("type", "agentId") if k in d)
+            if all(isinstance(v, str) for _, v in kept):
+                out["data"] = self.shared.setdefault(("data", kept), dict(kept))
+            else:
+                out["data"] = dict(kept)
+        message = data.get("message")
+        if isinstance(message, Mapping):
+            out["message"] = self._message(message.get("content"), bool(agent))
+        return out
+
+    def _message(self, content: Any, agent: bool) -> dict[str, Any]:
+        """A message's content as the rules read it (:func:`_is_prompt`, :func:`_tool_calls`).
+
+        A string becomes ``"x"`` or ``""`` (whether it holds text); a list keeps each block's type,
+        a tool call's id and name (and a ``Task``/``Agent`` call's prompt), and a tool result's call
+        id when the entry names an agent. Texts, tool outputs and thinking stay in the file.
+        """
+        if isinstance(content, str):
+            return _TEXT if content.strip() else _NO_TEXT
+        if not isinstance(content, list):
+            return _NO_CONTENT
+        blocks: list[dict[str, Any]] = []
+        plain = True
+        for b in content:
+            if not isinstance(b, Mapping):
+                continue
+            kind = self._one(b.get("type")) if isinstance(b.get("type"), str) else b.get("type")
+            if kind == "tool_use":
+                name = b.get("name")
+                block: dict[str, Any] = {"type": kind, "id": b.get("id")}
+                block["name"] = self._one(name) if isinstance(name, str) else name
+                args = b.get("input")
+                if name in ("Task", "Agent") and isinstance(args, Mapping):
+                    block["input"] = {"prompt": args["prompt"]} if "prompt" in args else {}
+                blocks.append(block)
+                plain = False
+            elif kind == "tool_result" and agent:
+                blocks.append({"type": kind, "tool_use_id": b.get("tool_use_id")})
+                plain = False
+            else:
+                blocks.append({"type": kind})
+        if not plain or not all(isinstance(b["type"], str) for b in blocks):
+            return {"content": blocks}
+        key = ("blocks", *(b["type"] for b in blocks))
+        if key not in self.shared:
+            self.shared[key] = {"content": blocks}
+        return self.shared[key]  # type: ignore[no-any-return]
 
 
 def is_agent_file(path: Path) -> bool:
@@ -671,34 +834,48 @@ def _copies(
         by_holder.setdefault(holder, []).append(u)
     copied: dict[str, str] = {}
     apart: dict[str, str] = {}
-    for holder, ids in by_holder.items():
-        for u, there in zip(ids, store.nodes(holder, ids), strict=True):
-            data = t.entries[u].data
-            parent = data.get("parentUuid")
-            if parent is None and isinstance(data.get("logicalParentUuid"), str):
-                parent = data["logicalParentUuid"]
-            here = _node(sid, t.entries[u], None, EPOCH, {})
-            same = (there.kind, there.role, there.content) == (here.kind, here.role, here.content)
-            if same and there.predecessor == parent:
-                copied[u] = holder
-                report.dropped.append(
-                    (t.entries[u].number, u, f"an identical copy of session {holder}'s node")
-                )
-            else:
-                apart[u] = f"{u}@{sid}"
-                what = (
-                    "content"
-                    if not same
-                    else f"predecessor ({parent} here, {there.predecessor} there)"
-                )
-                report.relinked.append(
-                    (
-                        t.entries[u].number,
-                        u,
-                        f"session {holder} holds this id with another {what}; stored as {apart[u]}",
-                    )
-                )
+    with t.reading() as full:
+        for holder, ids in by_holder.items():
+            _sort_copies(store, t, sid, holder, ids, full, copied, apart, report)
     return copied, apart
+
+
+def _sort_copies(
+    store: BaseStore,
+    t: _Transcript,
+    sid: str,
+    holder: str,
+    ids: Sequence[str],
+    full: Callable[[str], Line],
+    copied: dict[str, str],
+    apart: dict[str, str],
+    report: FileReport,
+) -> None:
+    """Sort the entries ``holder`` holds into ``copied`` and ``apart`` (see :func:`_copies`)."""
+    for u, there in zip(ids, store.nodes(holder, ids), strict=True):
+        data = t.entries[u].data
+        parent = data.get("parentUuid")
+        if parent is None and isinstance(data.get("logicalParentUuid"), str):
+            parent = data["logicalParentUuid"]
+        here = _node(sid, full(u), None, EPOCH, {})
+        same = (there.kind, there.role, there.content) == (here.kind, here.role, here.content)
+        if same and there.predecessor == parent:
+            copied[u] = holder
+            report.dropped.append(
+                (t.entries[u].number, u, f"an identical copy of session {holder}'s node")
+            )
+        else:
+            apart[u] = f"{u}@{sid}"
+            what = (
+                "content" if not same else f"predecessor ({parent} here, {there.predecessor} there)"
+            )
+            report.relinked.append(
+                (
+                    t.entries[u].number,
+                    u,
+                    f"session {holder} holds this id with another {what}; stored as {apart[u]}",
+                )
+            )
 
 
 # ------------------------------------------------------------------------------------- import
@@ -745,7 +922,7 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
         if why:
             report.notes.append(f"imported in full: the file was {why}")
         position = ReadPosition()
-        t = _read(path, problems, report, position)
+        t = _read(path, problems, report, position, slim=not is_agent_file(path))
         if not t.entries and not any(o.data.get("type") in _ENTRY_TYPES for o in t.other):
             if t.other or problems.skipped:
                 raise TranscriptError(
@@ -795,6 +972,9 @@ class _Spec(NamedTuple):
     """What the node covers when it is a compaction summary (else ignored)."""
 
 
+_NO_EXTRA: dict[str, Any] = {}
+"""The extra metadata of a node no repair touched (shared by every such spec, never written to)."""
+
 _CHUNK = 2_000
 """Nodes made into models and handed to the store at a time (one transaction holds every chunk)."""
 
@@ -842,19 +1022,20 @@ def _write_chunks(
     store: BaseStore, t: _Transcript, sid: str, chunks: list[list[_Spec]], head: str | None
 ) -> int:
     added = 0
-    for i, chunk in enumerate(chunks):
-        nodes = []
-        for spec in chunk:
-            node = _node(
-                sid, t.entries[spec.uuid], spec.predecessor, spec.when, spec.extra, spec.node_id
-            )
-            if spec.covers and node.kind is Kind.SUMMARY:
-                node = node.model_copy(update={"covers": spec.covers})
-            nodes.append(node)
-        if head is not None and i == len(chunks) - 1:
-            added += len(store.add_nodes(sid, nodes, head=head))
-        else:
-            added += len(store.add_nodes(sid, nodes))
+    with t.reading() as full:
+        for i, chunk in enumerate(chunks):
+            nodes = []
+            for spec in chunk:
+                node = _node(
+                    sid, full(spec.uuid), spec.predecessor, spec.when, spec.extra, spec.node_id
+                )
+                if spec.covers and node.kind is Kind.SUMMARY:
+                    node = node.model_copy(update={"covers": spec.covers})
+                nodes.append(node)
+            if head is not None and i == len(chunks) - 1:
+                added += len(store.add_nodes(sid, nodes, head=head))
+            else:
+                added += len(store.add_nodes(sid, nodes))
     return added
 
 
@@ -923,12 +1104,14 @@ def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
     for u in main:
         if u in known or nid(u) in known:
             continue
-        extra = dict(links.extra.get(u, {}))
+        extra = links.extra.get(u, _NO_EXTRA)
         p = pred[u]
-        if u in apart:
-            extra["runtime_uuid"] = u
-        if u in artifacts:
-            extra["artifact"] = True
+        if u in apart or u in artifacts:
+            extra = dict(extra)
+            if u in apart:
+                extra["runtime_uuid"] = u
+            if u in artifacts:
+                extra["artifact"] = True
         cover: tuple[str, ...] = ()
         if p is not None and p in t.entries:
             boundary = pred.get(p)
@@ -1099,13 +1282,13 @@ def _title(t: _Transcript, main: Sequence[str]) -> str:
     for line in reversed(t.other):
         if line.data.get("type") == "summary" and line.data.get("leafUuid") in t.entries:
             return str(line.data.get("summary", ""))
-    for u in main:
-        data = t.entries[u].data
-        if _is_prompt(data):
-            content, _, _ = _content(data["message"])
-            text = preview(content)
-            if text and not text.startswith(("<", "[Request interrupted")):
-                return text
+    with t.reading() as full:
+        for u in main:
+            if _is_prompt(t.entries[u].data):
+                content, _, _ = _content(full(u).data["message"])
+                text = preview(content)
+                if text and not text.startswith(("<", "[Request interrupted")):
+                    return text
     return ""
 
 
@@ -1187,7 +1370,8 @@ def _import_sidechains(
     for u in side:
         groups.setdefault(root_of[u], []).append(u)
     for root, members in groups.items():
-        sub = _Transcript(t.path, {u: t.entries[u] for u in members})
+        with t.reading() as full:  # a sidechain is small: its entries are held whole
+            sub = _Transcript(t.path, {u: full(u) for u in members})
         _import_spawned(store, sub, sid, f"{sid}/sidechain-{root}", None, calls, report)
 
 
@@ -1477,10 +1661,10 @@ def _resume(
     if agents != st.get("agents"):
         return False
     position = saved.position
-    new = _read(path, problems, report, position)
+    new = _read(path, problems, report, position, slim=True)
     if not all(_resumable(line.data, sid) for line in new.entries.values()):
         return False
-    window = _Transcript(path)
+    window = _Transcript(path, slim=True)
     for u, p, number, lite in frontier:
         window.entries[str(u)] = Line(int(number), {**lite, "uuid": u, "parentUuid": p})
     ids: set[str] = set(window.entries)
@@ -1519,19 +1703,20 @@ def _resume(
     artifacts = _artifacts(window, main, pred, head)
     added_ids = [u for u in main if u in fresh]
     origin = st.get("origin") if isinstance(st.get("origin"), dict) else {}
-    now = _origin((window.entries[u] for u in added_ids), origin)
+    now = _origin(new.entries.values(), origin)
     forked = any("forkedFrom" in window.entries[u].data for u in added_ids)
     settled = bool(st.get("settled"))
     if new.other or now != origin or forked or copied or not settled:
         settled = _update_session(store, sid, window, new, added_ids, links, copied)
     nodes = []
-    for u in main:
-        if u not in fresh:
-            continue
-        extra = dict(links.extra.get(u, {}))
-        if u in artifacts:
-            extra["artifact"] = True
-        nodes.append(_node(sid, window.entries[u], pred[u], when[u], extra))
+    with window.reading() as full:
+        for u in main:
+            if u not in fresh:
+                continue
+            extra = dict(links.extra.get(u, {}))
+            if u in artifacts:
+                extra["artifact"] = True
+            nodes.append(_node(sid, full(u), pred[u], when[u], extra))
     if head is not None and head in fresh:
         report.nodes_added += len(store.add_nodes(sid, nodes, head=head))
     else:
@@ -1562,7 +1747,7 @@ def _update_session(
         Whether only a new line can change the title now (:func:`_settled`).
     """
     current = store.session(sid)
-    meta = _origin((window.entries[u] for u in added), dict(current.metadata))
+    meta = _origin(new.entries.values(), dict(current.metadata))
     if new.other:
         entries = list(meta.get("entries") or [])
         seen = {e.get("line") for e in entries if isinstance(e, Mapping)}
@@ -1601,7 +1786,7 @@ def _update_session(
                 title = str(e.get("summary", ""))
                 break
     if not title and not current.title:
-        title = _title(_Transcript(window.path, window.entries), added)
+        title = _title(_Transcript(window.path, window.entries, slim=window.slim), added)
     new_title = title if title and title != current.title else None
     new_meta = meta if meta != dict(current.metadata) else None
     if new_title is not None or new_meta is not None:

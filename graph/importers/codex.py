@@ -36,6 +36,13 @@ Mapping (a rollout is one ``{timestamp, type, payload}`` record per line, in fil
   the report says so. The parent session is created from the copied ``session_meta`` when it is not
   stored yet; a fork never moves the head of a parent that has one.
 * The head is the last node.
+* A rollout imported before is resumed from where that import stopped
+  (:mod:`graph.importers.resume`): only the appended lines are read, with the last items' prompt
+  pairing kept in the file's state, so a grown rollout costs about its new lines. Appended lines
+  the resumed path does not take (a ``compacted`` item, whose span reaches back through the stored
+  branch; a rollback; a fork), or a rollout whose last prompt echo may still pair with an item yet
+  to come, or that ended in an unterminated line, are imported in full, as is a file truncated,
+  rewritten or replaced since (named in the report's notes).
 """
 
 from __future__ import annotations
@@ -60,8 +67,9 @@ from graph.importers._common import (
     stored_ids,
     write_planned,
 )
-from graph.importers.jsonl import Line, read_jsonl
+from graph.importers.jsonl import Line, LineProblems, ReadPosition, read_jsonl
 from graph.importers.report import FileReport
+from graph.importers.resume import FileState, resume_point, save_state
 from graph.models import (
     Block,
     Content,
@@ -255,7 +263,9 @@ def _in_run(line: Line) -> bool:
     return kind == "response_item" and p.get("type") == "message" and p.get("role") != "assistant"
 
 
-def _prompts(items: Sequence[Line]) -> set[int] | None:
+def _prompts(
+    items: Sequence[Line], *, start: int = 0, paired: set[int] | None = None, echoed: bool = False
+) -> set[int] | None:
     """The positions of the user items that are real prompts, told by structure; None if it cannot.
 
     The CLI echoes each prompt the user typed as an ``event_msg`` ``user_message`` beside its
@@ -265,11 +275,14 @@ def _prompts(items: Sequence[Line]) -> set[int] | None:
     it, up to the nearest model output or other echo): the one with the echo's text, else the
     nearest before it, else the nearest after it. A rollout without any echo returns None (older
     builds did not write them), and the caller falls back to the injected-text prefixes.
+
+    A resumed import pairs only the echoes from ``start`` on, with the items before it paired as
+    ``paired`` says, and ``echoed`` when the file held an echo before ``start``.
     """
-    echoes = [k for k, line in enumerate(items) if _is_echo(line)]
-    if not echoes:
+    echoes = [k for k, line in enumerate(items) if k >= start and _is_echo(line)]
+    if not echoes and not echoed:
         return None
-    paired: set[int] = set()
+    paired = set(paired or ())
 
     def run(k: int, step: int) -> list[int]:
         out: list[int] = []
@@ -368,10 +381,16 @@ def _replacement(history: list[Any]) -> tuple[Block, ...]:
 # ------------------------------------------------------------------------------------- import
 
 
-def import_file(store: BaseStore, path: Path) -> FileReport:
+def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileReport:
     """Import one Codex rollout in one transaction.
 
-    Re-importing changes nothing; a file that grew adds only its new items.
+    Re-importing changes nothing; a file that grew adds only its new items, read from where the
+    last import stopped when the resumed path takes them (see the module docstring).
+
+    Args:
+        store: The store to import into.
+        path: The rollout file.
+        resume: False reads the whole file even when a recorded state would let it resume.
 
     Returns:
         The file's report (see :class:`~graph.importers.report.FileReport`).
@@ -382,8 +401,19 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
     """
     path = Path(path)
     with file_import(path, FORMAT) as (report, problems):
-        items = list(read_jsonl(path, problems))
+        if resume:
+            with store.atomic():
+                saved, why = resume_point(store, path, FORMAT)
+                if saved is not None and _resume(store, path, saved, problems, report):
+                    return report
+            problems.skipped.clear()  # what a resumed read saw before it gave up
+            problems.repaired.clear()
+            if why:
+                report.notes.append(f"imported in full: the file was {why}")
+        position = ReadPosition()
+        items = list(read_jsonl(path, problems, position))
         first = next((i for i, line in enumerate(items) if _is_meta(line)), None)
+        has_meta = first is not None  # else item positions shift once one is written
         if first is None:
             report.notes.append("no session_meta: the rollout is named after its file")
             items.insert(0, Line(0, {"type": "session_meta", "payload": {"id": path.stem}}))
@@ -393,14 +423,28 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
         items = items[first:]
         if _payload(items[0]).get("forked_from_id"):  # reads the fork's source: all under the lock
             with store.atomic():
-                _import(store, path, items, report)[1]()
+                _import(store, path, items, report, position, has_meta)[1]()
         else:  # worked out outside the write lock, checked and written under it
-            write_planned(store, report, lambda: _import(store, path, items, report))
+            write_planned(
+                store,
+                report,
+                lambda: _import(store, path, items, report, position, has_meta),
+            )
     return report
 
 
-def _import(store: BaseStore, path: Path, items: list[Line], report: FileReport) -> Plan:
-    """Work out a rollout's import from reads of the store: ``(still_true, write)``."""
+def _import(
+    store: BaseStore,
+    path: Path,
+    items: list[Line],
+    report: FileReport,
+    position: ReadPosition,
+    has_meta: bool,
+) -> Plan:
+    """Work out a rollout's import from reads of the store: ``(still_true, write)``.
+
+    ``has_meta``: the rollout has a ``session_meta`` (else one was made up from the file's name).
+    """
     ids = _Ids(store, items, report)
     own = str(_payload(items[0]).get("id") or path.stem)
     sid = ids.root
@@ -438,35 +482,20 @@ def _import(store: BaseStore, path: Path, items: list[Line], report: FileReport)
         p, prev = prev, node_id
         if node_id in known:
             continue
-        meta: dict[str, Any] = {"type": line.data.get("type"), "line": line.number}
-        meta["payload"] = (
-            dict(_payload(line))
-            if kind is not Kind.MESSAGE
-            else {k: v for k, v in _payload(line).items() if k not in ("content", "output")}
-        )
-        thread = node_id.rsplit(":", 1)[0]
-        if thread != sid:
-            meta["transcript_session"] = thread
         covers: tuple[str, ...] = ()
         if kind is Kind.SUMMARY and p is not None:
             covers = _since_last_compaction(p, pred, known, covers_of)
             covers_of[node_id] = covers
-        new.append(
-            Node(
-                id=node_id,
-                session_id=sid,
-                predecessor=p,
-                kind=kind,
-                role=role,
-                content=content if content or kind is not Kind.SUMMARY else "[compacted]",
-                created_at=last,
-                metadata=meta,
-                covers=covers,
-            )
-        )
+        new.append(_node(line, node_id, kind, role, content, p, sid, covers, last))
     existed = _exists(store, sid)
     session = store.session(sid) if existed else None
     seen = holders(store, [i for i in ids.ids if i])
+    resumable = (
+        sid == own
+        and has_meta
+        and not (items and items[-1].number > position.line)  # an unterminated last line
+    )
+    state = _state(sid, items, prompts, title=title, prev=prev, time=last, resumable=resumable)
 
     def still_true() -> bool:
         now = store.session(sid) if _exists(store, sid) else None
@@ -477,8 +506,168 @@ def _import(store: BaseStore, path: Path, items: list[Line], report: FileReport)
 
     def write() -> None:
         _write(store, path, sid, own, ids, root_meta, title, new, prev, had_head, rollbacks, report)
+        save_state(store, path, FORMAT, position, state)
 
     return still_true, write
+
+
+def _lite(line: Line, paired: bool) -> list[Any]:
+    """What pairing a later echo reads of an item: type, payload type, role, text, paired."""
+    p = _payload(line)
+    text = _plain(p.get("content")) if _is_user_item(line) else ""
+    return [line.data.get("type"), p.get("type"), p.get("role"), text, paired]
+
+
+def _unlite(number: int, lite: list[Any]) -> Line:
+    kind, ptype, role, text, _ = lite
+    content = [{"type": "input_text", "text": text}]
+    return Line(
+        number, {"type": kind, "payload": {"type": ptype, "role": role, "content": content}}
+    )
+
+
+def _open_echo(window: Sequence[Line]) -> bool:
+    """Whether an echo among ``window`` (the file's last items) may still pair an item to come.
+
+    An echo's run reaches forward over user items and bookkeeping, up to :data:`_RUN` items: one
+    that reaches the end of the file may pair an appended item, which only a full read settles.
+    """
+    for k, line in enumerate(window):
+        if not _is_echo(line):
+            continue
+        j = k + 1
+        while j < len(window) and j - k <= _RUN:
+            if not _is_user_item(window[j]) and not _in_run(window[j]):
+                break
+            j += 1
+        else:
+            if j - k <= _RUN:
+                return True
+    return False
+
+
+def _state(
+    sid: str,
+    items: Sequence[Line],
+    prompts: set[int] | None,
+    *,
+    title: str,
+    prev: str | None,
+    time: datetime,
+    resumable: bool,
+) -> dict[str, Any]:
+    """A rollout's state after an import: where its chain ends and its last items' pairing.
+
+    A rollout is resumed only when it was ``resumable`` (not a fork, a session_meta first, no
+    unterminated last line) and no echo among its last items may still pair an appended item.
+    """
+    start = max(0, len(items) - _RUN)
+    window = items[start:]
+    return {
+        "session": sid,
+        "resumable": resumable and not _open_echo(window),
+        "count": len(items),
+        "prev": prev,
+        "time": time.isoformat(),
+        "title": title,
+        "echoed": prompts is not None,
+        "window": [
+            _lite(line, prompts is not None and start + k in prompts)
+            for k, line in enumerate(window)
+        ],
+    }
+
+
+def _resume(
+    store: BaseStore, path: Path, saved: FileState, problems: LineProblems, report: FileReport
+) -> bool:
+    """Import the items appended since ``saved``, inside the caller's transaction.
+
+    The new items continue the chain from the stored last node; their prompts are paired with the
+    echoes among them over the last items the state keeps (see :func:`_prompts`). Nothing is
+    written, and False returned, when a full import is needed: the rollout was not resumable, the
+    session is gone, or a new item is a compaction or a rollback.
+
+    Returns:
+        Whether the file was imported.
+    """
+    st = saved.state
+    sid = st.get("session")
+    window = st.get("window")
+    if not st.get("resumable") or not isinstance(sid, str) or not isinstance(window, list):
+        return False
+    if not store.has_session(sid):
+        return False
+    position = saved.position
+    new = list(read_jsonl(path, problems, position))
+    for line in new:
+        p = _payload(line)
+        if line.data.get("type") == "compacted" or (
+            line.data.get("type") == "event_msg" and p.get("type") == "thread_rolled_back"
+        ):
+            return False
+    count = int(st.get("count", 0))
+    items = [_unlite(0, lite) for lite in window] + new
+    start = len(window)
+    before = {k for k, lite in enumerate(window) if lite[4]}
+    prompts = _prompts(items, start=start, paired=before, echoed=bool(st.get("echoed")))
+    title = str(st.get("title") or "")
+    prev = st.get("prev")
+    prev = prev if isinstance(prev, str) else None
+    last = parse_time(st.get("time"), EPOCH)
+    nodes: list[Node] = []
+    for j, line in enumerate(new):
+        node_id = f"{sid}:{count + j}"
+        last = parse_time(line.data.get("timestamp"), last)
+        prompt = None if prompts is None else start + j in prompts
+        kind, role, content = _item(line, prompt)
+        if kind is Kind.MESSAGE and role is Role.USER:
+            title = title or preview(content)
+        nodes.append(_node(line, node_id, kind, role, content, prev, sid, (), last))
+        prev = node_id
+    report.session_ids.append(sid)
+    if title and title != store.session(sid).title:
+        store.update_session(sid, title=title)
+    if nodes:
+        report.nodes_added += len(store.add_nodes(sid, nodes, head=prev))
+    state = _state(sid, items, prompts, title=title, prev=prev, time=last, resumable=True)
+    state["count"] = count + len(new)
+    save_state(store, path, FORMAT, position, state)
+    return True
+
+
+def _node(
+    line: Line,
+    node_id: str,
+    kind: Kind,
+    role: Role,
+    content: Content,
+    p: str | None,
+    sid: str,
+    covers: tuple[str, ...],
+    when: datetime,
+) -> Node:
+    """The node of a rollout item."""
+    meta: dict[str, Any] = {"type": line.data.get("type"), "line": line.number}
+    meta["payload"] = (
+        dict(_payload(line))
+        if kind is not Kind.MESSAGE
+        else {k: v for k, v in _payload(line).items() if k not in ("content", "output")}
+    )
+    thread = node_id.rsplit(":", 1)[0]
+    if thread != sid:
+        meta["transcript_session"] = thread
+    return Node(
+        id=node_id,
+        session_id=sid,
+        predecessor=p,
+        kind=kind,
+        role=role,
+        content=content if content or kind is not Kind.SUMMARY else "[compacted]",
+        created_at=when,
+        metadata=meta,
+        covers=covers,
+    )
 
 
 def _write(

@@ -39,6 +39,7 @@ __all__ = [
     "ByteProgress",
     "Line",
     "LineProblems",
+    "LineReader",
     "ReadPosition",
     "read_jsonl",
     "reading_progress",
@@ -79,6 +80,10 @@ class Line:
     """The 1-based line number in the file (objects split from one line share it)."""
     data: dict[str, Any]
     """The parsed object."""
+    offset: int = -1
+    """The byte offset of the line's start in the file (-1: not read from a file)."""
+    part: int = 0
+    """Which object of the line it is (0-based; more than one when a line was split)."""
 
 
 @dataclass
@@ -288,6 +293,7 @@ def read_jsonl(
         offset, number = at.offset, at.line
         for chunk, is_last in _raw_lines(f):
             number += 1
+            start = offset
             offset += len(chunk)
             if chunk.endswith(b"\n"):
                 at.offset, at.line = offset, number
@@ -305,12 +311,14 @@ def read_jsonl(
                 elif chunk.count(b"{") + chunk.count(b"[") > MAX_DEPTH and not _depth_ok(obj):
                     problems.skipped.append((number, f"nested deeper than {MAX_DEPTH} levels"))
                 else:
-                    yield Line(number, obj)
+                    yield Line(number, obj, start)
                 continue
-            yield from _slow_line(number, chunk.rstrip(b"\n"), is_last, problems)
+            yield from _slow_line(number, chunk.rstrip(b"\n"), is_last, problems, start)
 
 
-def _slow_line(number: int, chunk: bytes, is_last: bool, problems: LineProblems) -> Iterator[Line]:
+def _slow_line(
+    number: int, chunk: bytes, is_last: bool, problems: LineProblems, offset: int = -1
+) -> Iterator[Line]:
     """The objects of a line orjson refused (split, torn, repaired), with what was done recorded."""
     try:
         text = chunk.decode("utf-8")
@@ -333,7 +341,7 @@ def _slow_line(number: int, chunk: bytes, is_last: bool, problems: LineProblems)
     elif len(values) > 1:
         problems.repaired.append((number, f"{len(values)} JSON values on one line, split"))
     surrogates = False
-    for value in values:
+    for part, value in enumerate(values):
         if not isinstance(value, dict):
             problems.skipped.append(
                 (number, f"a value on the line is not a JSON object ({type(value).__name__})")
@@ -344,6 +352,62 @@ def _slow_line(number: int, chunk: bytes, is_last: bool, problems: LineProblems)
             continue
         value, replaced = _without_surrogates(value)
         surrogates = surrogates or replaced
-        yield Line(number, value)
+        yield Line(number, value, offset, part)
     if surrogates:
         problems.repaired.append((number, "lone surrogate replaced with U+FFFD"))
+
+
+class LineReader:
+    """Reads again, by byte offset, objects :func:`read_jsonl` handed over, as it read them.
+
+    An importer that keeps only what its rules need of each entry while it reads a large file
+    re-reads the full entries a chunk at a time when it writes them, so the parsed file is never
+    held whole. A line is parsed the way :func:`read_jsonl` parsed it (split, recovered, repaired),
+    and the object at the same position of the line is returned. Use it as a context manager.
+
+    Args:
+        path: The file the lines were read from.
+
+    Raises:
+        OSError: the file cannot be opened.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._file: BinaryIO = Path(path).open("rb")
+
+    def __enter__(self) -> LineReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the file."""
+        self._file.close()
+
+    def data(self, line: Line) -> dict[str, Any] | None:
+        """The object ``line`` was read as, parsed again from the file; None when it is not there.
+
+        None means the bytes at ``line.offset`` no longer hold an object at ``line.part`` (the file
+        was rewritten since it was read); the caller tells whether the object is still the one
+        it read (an id it carries).
+
+        Raises:
+            OSError: the file cannot be read.
+        """
+        if line.offset < 0:
+            return line.data
+        self._file.seek(line.offset)
+        chunk = self._file.readline()
+        if line.part == 0:
+            try:
+                obj = orjson.loads(chunk)
+            except orjson.JSONDecodeError:
+                pass
+            else:
+                return obj if isinstance(obj, dict) else None
+        text = chunk.rstrip(b"\n")
+        for found in _slow_line(line.number, text, False, LineProblems()):
+            if found.part == line.part:
+                return found.data
+        return None

@@ -42,6 +42,11 @@ Mapping (pi's session format: a header line, then entries linked by ``id``/``par
   imports (a source stored afterwards does not move it). A source that is the file itself, or forks
   from it, is not followed.
 * The head is the last entry in file order.
+* A file imported before is resumed from where that import stopped (:mod:`graph.importers.resume`):
+  only the appended lines are read, so a grown file costs about its new lines. Appended lines the
+  resumed path does not take (a compaction or branch summary, whose covers reach back through the
+  stored branch; an id stored already; a ``/fork`` or v1 file) are imported in full, as is a file
+  truncated, rewritten or replaced since (named in the report's notes).
 """
 
 from __future__ import annotations
@@ -65,8 +70,9 @@ from graph.importers._common import (
     stored_ids,
     write_planned,
 )
-from graph.importers.jsonl import Line, read_jsonl
+from graph.importers.jsonl import Line, LineProblems, ReadPosition, read_jsonl
 from graph.importers.report import FileReport
+from graph.importers.resume import FileState, resume_point, save_state
 from graph.models import Block, Content, Kind, Node, Role, TextBlock, ToolCallBlock, ToolResultBlock
 from graph.store.base import BaseStore
 
@@ -205,10 +211,16 @@ def _source_session(
     return None
 
 
-def import_file(store: BaseStore, path: Path) -> FileReport:
+def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileReport:
     """Import one pi session file in one transaction.
 
-    Re-importing changes nothing; a file that grew adds only its new entries.
+    Re-importing changes nothing; a file that grew adds only its new entries, read from where the
+    last import stopped when the resumed path takes them (see the module docstring).
+
+    Args:
+        store: The store to import into.
+        path: The session file.
+        resume: False reads the whole file even when a recorded state would let it resume.
 
     Returns:
         The file's report (see :class:`~graph.importers.report.FileReport`).
@@ -217,24 +229,43 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
         OSError: the file cannot be read.
         GraphError: the store refused a write; nothing of the file was stored.
     """
-    return _import_file(store, Path(path), frozenset())
+    return _import_file(store, Path(path), frozenset(), resume)
 
 
-def _import_file(store: BaseStore, path: Path, importing: frozenset[Path]) -> FileReport:
+def _import_file(
+    store: BaseStore, path: Path, importing: frozenset[Path], resume: bool = True
+) -> FileReport:
     importing = importing | {path.resolve()}
     with file_import(path, FORMAT) as (report, problems):
-        lines = list(read_jsonl(path, problems))
+        if resume:
+            with store.atomic():
+                saved, why = resume_point(store, path, FORMAT)
+                if saved is not None and _resume(store, path, saved, problems, report):
+                    return report
+            problems.skipped.clear()  # what a resumed read saw before it gave up
+            problems.repaired.clear()
+            if why:
+                report.notes.append(f"imported in full: the file was {why}")
+        position = ReadPosition()
+        lines = list(read_jsonl(path, problems, position))
         head = lines[0].data if lines and lines[0].data.get("type") == "session" else {}
         if head.get("parentSession"):  # its source may be imported first, in the same transaction
             with store.atomic():
-                _import(store, path, lines, report, importing)[1]()
+                _import(store, path, lines, report, importing, position)[1]()
         else:  # worked out outside the write lock, checked and written under it
-            write_planned(store, report, lambda: _import(store, path, lines, report, importing))
+            write_planned(
+                store, report, lambda: _import(store, path, lines, report, importing, position)
+            )
     return report
 
 
 def _import(
-    store: BaseStore, path: Path, lines: list[Line], report: FileReport, importing: frozenset[Path]
+    store: BaseStore,
+    path: Path,
+    lines: list[Line],
+    report: FileReport,
+    importing: frozenset[Path],
+    position: ReadPosition,
 ) -> Plan:
     """Work out a file's import from reads (a fork's source is imported first): ``(still_true, write)``."""
     head_line = lines[0].data if lines and lines[0].data.get("type") == "session" else {}
@@ -310,51 +341,28 @@ def _import(
     for i, e in enumerate(entries):
         last = parse_time(e.data.get("timestamp"), last)
         times[ids[i]] = last
-    title = ""
-    for e in entries:
-        if e.data.get("type") == "session_info" and e.data.get("name"):
-            title = str(e.data["name"])
-    if not title:
-        for e in entries:
-            m = e.data.get("message")
-            if isinstance(m, Mapping) and m.get("role") == "user":
-                title = preview(_blocks(m.get("content"))[0])
-                break
+    named, prompted, title = _title(entries)
     new: list[Node] = []
     for i, e in enumerate(entries):
         node_id = ids[i]
         if node_id in known:
             continue
         p = pred[node_id]
-        meta: dict[str, Any] = {k: v for k, v in e.data.items() if k not in ("message", "parentId")}
-        meta["entry_id"] = raw_ids[node_id]
-        meta["line"] = e.number
-        if sid != own:
-            meta["transcript_session"] = own
-        if node_id in cut:
-            meta["cycle_parent"] = cut[node_id]
-        if node_id in dangling:
-            meta["dangling_parent"] = dangling[node_id]
-            report.dangling.append((node_id, dangling[node_id]))
-        kind, role, content, extra = _message(e.data)
-        meta.update(extra)
         covers = _covers(e, i, ids, p, pred, known, covers_of, nid, bool(head_line), report)
         if covers:
             covers_of[node_id] = covers
         new.append(
-            Node(
-                id=node_id,
-                session_id=sid,
-                predecessor=p,
-                kind=kind,
-                role=role,
-                content=content,
-                created_at=times[node_id],
-                metadata=meta,
-                covers=covers,
-            )
+            _node(e, node_id, raw_ids[node_id], p, sid, own, cut, dangling, times, covers, report)
         )
     existed = store.has_session(sid)
+    state = {
+        "session": sid,
+        "resumable": sid == own and not parent_path and not v1,
+        "time": last.isoformat(),
+        "named": named,
+        "prompted": prompted,
+        "tail": [i for i, e in zip(ids, entries, strict=True) if e.number > position.line],
+    }
     seen = holders(store, [*ids, *dangling.values()])
 
     def still_true() -> bool:
@@ -375,8 +383,172 @@ def _import(
         if sid != own and store.session(sid).head is not None:
             head = store.session(sid).head
         report.nodes_added += len(store.add_nodes(sid, new, head=head))
+        save_state(store, path, FORMAT, position, state)
 
     return still_true, write
+
+
+def _title(entries: list[Line]) -> tuple[bool, bool, str]:
+    """``(named, prompted, title)`` of a file's entries, or of the entries appended to it.
+
+    The title is the newest ``session_info`` name (``named``), else the first user prompt's text
+    (``prompted``: a user message was met, even one whose text is empty).
+    """
+    title = ""
+    for e in entries:
+        if e.data.get("type") == "session_info" and e.data.get("name"):
+            title = str(e.data["name"])
+    if title:
+        return True, any(_is_user(e) for e in entries), title
+    for e in entries:
+        if _is_user(e):
+            return False, True, preview(_blocks(e.data["message"].get("content"))[0])
+    return False, False, ""
+
+
+def _is_user(e: Line) -> bool:
+    m = e.data.get("message")
+    return isinstance(m, Mapping) and m.get("role") == "user"
+
+
+def _node(
+    e: Line,
+    node_id: str,
+    raw: str,
+    p: str | None,
+    sid: str,
+    own: str,
+    cut: Mapping[str, str],
+    dangling: Mapping[str, str],
+    times: Mapping[str, datetime],
+    covers: tuple[str, ...],
+    report: FileReport,
+) -> Node:
+    """The node of an entry (a dangling parent is reported here, once per node made)."""
+    meta: dict[str, Any] = {k: v for k, v in e.data.items() if k not in ("message", "parentId")}
+    meta["entry_id"] = raw
+    meta["line"] = e.number
+    if sid != own:
+        meta["transcript_session"] = own
+    if node_id in cut:
+        meta["cycle_parent"] = cut[node_id]
+    if node_id in dangling:
+        meta["dangling_parent"] = dangling[node_id]
+        report.dangling.append((node_id, dangling[node_id]))
+    kind, role, content, extra = _message(e.data)
+    meta.update(extra)
+    return Node(
+        id=node_id,
+        session_id=sid,
+        predecessor=p,
+        kind=kind,
+        role=role,
+        content=content,
+        created_at=times[node_id],
+        metadata=meta,
+        covers=covers,
+    )
+
+
+def _resume(
+    store: BaseStore, path: Path, saved: FileState, problems: LineProblems, report: FileReport
+) -> bool:
+    """Import the lines appended since ``saved``, inside the caller's transaction.
+
+    The new entries link to stored nodes or to each other; their parents are read by one bounded
+    lookup, never the session's whole index. Nothing is written, and False returned, when a full
+    import is needed: the file was not resumable (a ``/fork`` or v1 file), the session is gone, or
+    a new entry is a compaction or branch summary or has an id stored already (other than those of
+    an unterminated last line the import before read, which this one reads again, complete).
+
+    Returns:
+        Whether the file was imported.
+    """
+    st = saved.state
+    sid = st.get("session")
+    if not st.get("resumable") or not isinstance(sid, str) or not store.has_session(sid):
+        return False
+    position = saved.position
+    lines = list(read_jsonl(path, problems, position))
+    if any(e.data.get("type") in ("compaction", "branch_summary") for e in lines):
+        return False
+
+    def nid(raw: str) -> str:
+        return raw if len(raw) >= 32 else f"{sid}/{raw}"
+
+    ids: list[str] = []
+    raw_ids: dict[str, str] = {}
+    per_line: dict[int, int] = {}
+    first_line: dict[str, int] = {}
+    entries: list[Line] = []
+    skipped: list[tuple[int, str]] = []
+    for e in lines:
+        k = per_line.get(e.number, 0)
+        per_line[e.number] = k + 1
+        given = e.data.get("id")
+        raw = str(given) if given else f"L{e.number}" + (f".{k}" if k else "")
+        node_id = nid(raw)
+        if node_id in first_line:
+            skipped.append(
+                (e.number, f"duplicate entry id {raw!r} (first on line {first_line[node_id]})")
+            )
+            continue
+        first_line[node_id] = e.number
+        entries.append(e)
+        ids.append(node_id)
+        raw_ids[node_id] = raw
+    pred: dict[str, str | None] = {}
+    for node_id, e in zip(ids, entries, strict=True):
+        p = e.data.get("parentId")
+        pred[node_id] = nid(str(p)) if p else None
+    wanted = [*ids, *(p for p in pred.values() if p is not None)]
+    located = {str(i): str(s) for i, s in store.locate(wanted).items()}
+    tail = st.get("tail") or []  # the entries of an unterminated last line read before
+    if any(i in located and i not in tail for i in ids):
+        return False
+    fresh = [i for i in ids if i not in located]
+    inside = set(ids)
+    dangling: dict[str, str] = {}
+    for node_id in fresh:
+        p = pred[node_id]
+        if p is not None and p not in inside and located.get(p) != sid:
+            dangling[node_id] = p
+            pred[node_id] = None
+    cut = _break_cycles(fresh, {i: pred[i] for i in fresh})
+    report.skipped += skipped
+    for node_id, parent in cut.items():
+        report.notes.append(
+            f"line {first_line[node_id]}: entry {raw_ids[node_id]}: its parent {parent} would "
+            "close a cycle; the entry is kept as a root"
+        )
+        pred[node_id] = None
+    times: dict[str, datetime] = {}
+    last = parse_time(st.get("time"), EPOCH)
+    for node_id, e in zip(ids, entries, strict=True):
+        last = parse_time(e.data.get("timestamp"), last)
+        times[node_id] = last
+    named, prompted, title = _title(entries)
+    if not named and (st.get("named") or st.get("prompted")):
+        title = ""  # the title a full import gives is the stored one
+    new = [
+        _node(e, i, raw_ids[i], pred[i], sid, sid, cut, dangling, times, (), report)
+        for i, e in zip(ids, entries, strict=True)
+        if i not in located
+    ]
+    report.session_ids.append(sid)
+    if title and title != store.session(sid).title:
+        store.update_session(sid, title=title)
+    if ids:
+        report.nodes_added += len(store.add_nodes(sid, new, head=ids[-1]))
+    state = {
+        **st,
+        "time": last.isoformat(),
+        "named": bool(st.get("named")) or named,
+        "prompted": bool(st.get("prompted")) or prompted,
+        "tail": [i for i, e in zip(ids, entries, strict=True) if e.number > position.line],
+    }
+    save_state(store, path, FORMAT, position, state)
+    return True
 
 
 def _break_cycles(order: list[str], pred: Mapping[str, str | None]) -> dict[str, str]:

@@ -15,11 +15,11 @@ still the one that was read, and imports it in full otherwise:
 The identity check reads at most 2 KiB, whatever the file's size. A resumed import reports only the
 new lines (their line numbers are the file's).
 
-Claude Code session files resume (:func:`graph.importers.claude_code.import_file`). pi and Codex
-files are read in full each time: their rules look at the whole file (Codex tells a typed prompt
-from injected context by the echoes anywhere in the rollout and finds a fork's copied prefix by
-scanning it; pi's compaction and branch summaries name entries anywhere before them), so they need a
-state of their own, not written yet.
+Claude Code session files, pi files and Codex rollouts resume
+(:func:`graph.importers.claude_code.import_file`, :func:`graph.importers.pi.import_file`,
+:func:`graph.importers.codex.import_file`); each format's docstring says which appended lines it
+leaves to a full import (a compaction, whose covers reach back through the stored branch, in all
+three).
 """
 
 from __future__ import annotations

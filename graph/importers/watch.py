@@ -18,8 +18,8 @@ What a pass does not store yet, it stores later:
   change on the next pass;
 * the watcher keeps no state of its own: a watcher that is killed and started again imports every
   file once more on its first pass, which stores exactly what was missing (imports are idempotent).
-  A Claude Code file is read from where its last import stopped (the store keeps that offset, see
-  :mod:`graph.importers.resume`), so a pass costs about the bytes appended since.
+  A Claude Code, pi or Codex file is read from where its last import stopped (the store keeps
+  that offset, see :mod:`graph.importers.resume`), so a pass costs about the bytes appended since.
 
 A Claude Code sub-agent file (``<session>/subagents/agent-*.jsonl``) is imported through its session's
 file, as ``import`` does; a change to it re-imports that file. Polling is plain ``os.stat`` calls: no
