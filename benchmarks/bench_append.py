@@ -1,6 +1,6 @@
 """Appends: durable single-node transactions and batched imports, against bare ``sqlite3`` INSERTs.
 
-Subjects (issue 7, item 4):
+Subjects:
 
 * ``store.append``: one node per transaction (each commit durable across a process crash: WAL,
   ``synchronous=NORMAL``, the store's setting), against a bare ``sqlite3`` connection committing one

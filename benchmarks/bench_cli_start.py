@@ -1,6 +1,6 @@
 """Start-up of the command line: ``sessiongraph --version``, ``--help`` and ``sessions`` on a small store.
 
-Subject (issue 12, start-up): a person waits for every command, so the quick ones must start quickly.
+Subject: a person waits for every command, so the quick ones must start quickly.
 Each command runs as a fresh process, exactly as a shell runs it (the installed console script's
 Python, ``-c "from graph.cli.launch import main; main()"``); the floor is ``python -c pass`` with the same
 interpreter, timed in the same rounds (round-robin, so a busy machine slows them alike). The store

@@ -1,6 +1,6 @@
 """Import of Claude Code, pi and Codex transcripts, against reading and parsing the same files with orjson.
 
-Subject (issue 7, item 5; issue 18's import rows). For each format, generated transcripts of 1e4 and 1e5 entries (quick mode:
+Subject: For each format, generated transcripts of 1e4 and 1e5 entries (quick mode:
 2e3) and, when present, the real corpus (``../shared/corpus``, read in place, never copied). Each
 import runs into a fresh SQLite store file (made before the clock starts); the floors are reading the
 same file and parsing every line with ``orjson``, and that plus a bare ``executemany`` of the rows the

@@ -1,6 +1,6 @@
 """Index rebuilds against the bare-sqlite3 floor, and the incremental refresh against a full rebuild.
 
-Subjects (issue 7, item 1):
+Subjects:
 
 * full rebuild of one session's index (``store.rebuild_index(sid)``) for 1e3..1e6 nodes (1e3..1e4 in quick
   mode), against the floor measured in the same run: a bare ``sqlite3`` SELECT of id and predecessor

@@ -1,6 +1,6 @@
 """SessionGraphSaver against LangGraph's SqliteSaver and AsyncSqliteSaver on the same forked history.
 
-Subject (issue 15). Every saver stores the same threads: a chain of checkpoints, each adding one
+Subject: Every saver stores the same threads: a chain of checkpoints, each adding one
 LangChain message to the ``messages`` channel (the full list is in every checkpoint, as
 ``add_messages`` leaves it), with a time-travel fork from three quarters of the way that goes on
 for a quarter of the chain. Full mode: 20 threads of 400 + 100 checkpoints; quick mode: 3 threads

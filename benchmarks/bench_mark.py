@@ -1,6 +1,6 @@
 """Marking a batch of 100 nodes on sessions of 1e3..1e6 nodes (1e3..1e4 in quick mode).
 
-Subject (issue 7, item 3): the cost of ``store.mark`` must not grow with the session. The session is
+Subject: the cost of ``store.mark`` must not grow with the session. The session is
 the forked session of :mod:`bench_pending` (a copy of it); a second provider, ``indexer``, has written
 everything but the newest ``100 x (runs + 2)`` eligible nodes, and each run marks the next 100 of them
 in one transaction (prefix rule checked). The floor is a bare ``sqlite3`` transaction inserting the same

@@ -1,8 +1,7 @@
 """Installing one record into a workspace of 1,000 records in 50 topics, views included.
 
-Subject (issue 11, "views are re-rendered whole after every install"): a write must cost its batch,
-not the memory. Each timed run installs one new record (one validated transaction) into one topic and
-renders the views, as the write pipeline does at the end of a call.
+Subject: a write must cost its batch, not the memory. Each timed run installs one new record (one
+validated transaction) into one topic and renders the views, as the write pipeline does at the end of a call.
 
 Alternatives, in the same run and on the same workspace:
 

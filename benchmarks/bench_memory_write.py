@@ -1,6 +1,6 @@
 """Writing a session of 1e4 and 1e5 turns into memory (1e3 and 3e3 with ``--quick``).
 
-Subject (issue 20, item 3): a memory write must be linear in the session's length. Each run writes a
+Subject: a memory write must be linear in the session's length. Each run writes a
 whole session, ``force=True``, into a fresh workspace (a new workspace id, so every turn is owed again)
 with the default writer and budget: turns alternate user and assistant, about 15 tokens each, so a
 batch holds ``MAX_BATCH_TURNS`` (200) turns and the default writer makes 100 records per batch.

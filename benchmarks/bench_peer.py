@@ -1,6 +1,6 @@
 """A peer: LangGraph's SQLite checkpointer storing the same forked history as this store.
 
-Subject (issue 7, item 6). The history is a chain of 10,000 turns with a fork at turn 9,000 that goes
+Subject: The history is a chain of 10,000 turns with a fork at turn 9,000 that goes
 on for 1,000 turns, so the fork's branch is 10,000 long and the history holds 11,000 entries (quick
 mode: 2,000 with a fork at 1,800). LangGraph (``langgraph-checkpoint-sqlite``'s ``SqliteSaver``) stores
 one checkpoint per turn whose state is that turn's message (each checkpoint holding only its own

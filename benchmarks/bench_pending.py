@@ -1,6 +1,6 @@
 """``pending()`` by the marker walk, against the id-set oracle, the ordinal cursor and a bare dict walk.
 
-Subjects (issue 7, item 2): a branch of 1e3..1e6 chain nodes (1e3..1e4 in quick mode) with a side branch of
+Subjects: a branch of 1e3..1e6 chain nodes (1e3..1e4 in quick mode) with a side branch of
 three turns forking every 100 nodes, every eligible node written by the consumer (side branches and
 the old chain's end too: each was the head once), and the head on a *tail fork*: 10 new turns forking
 off 20 nodes before the old chain's end (a user edited a message and went on). For each size:
@@ -256,7 +256,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             f"{name} / bare dict walk at {big:.0e}",
             bench.ratio(g, name, "bare dict walk (floor)", big),
             "<=",
-            3 if name == "store.pending_ids" else 5,  # the ids alone: issue 18's bar
+            3 if name == "store.pending_ids" else 5,  # the ids alone: a tighter bar
         )
     for oracle, name in (
         ("id-set oracle on the index (no payloads)", "store.pending_ids"),

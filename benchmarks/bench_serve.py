@@ -1,6 +1,6 @@
 """``sessiongraph serve``: server time of a session's page and of each API route.
 
-Subjects (issue 13): requests go through the whole ASGI application (the token check, routing, the
+Subjects: requests go through the whole ASGI application (the token check, routing, the
 endpoint, JSON or HTML rendering), called in-process on one event loop, so the figures are server
 time without the network or a client library's overhead.
 
