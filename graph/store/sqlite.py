@@ -750,13 +750,26 @@ class SessionStore(BaseStore):
             self._insert_node(rows[0])
             return
         with _translated():
-            self.conn.executemany(_INSERT_NODE, [r[:7] for r in rows])
+            c = self.conn
+            c.executemany(_INSERT_NODE, [r[:7] for r in rows])
             self._advance(rows[0].session_id, "node_seq", "nodes")
-            said = [(r.text, r.id) for r in rows if r.text]
-            if said:
-                self.conn.executemany(
-                    "INSERT INTO node_text (rowid, text) SELECT seq, ? FROM nodes WHERE id=?", said
-                )
+            if any(r.text for r in rows):
+                # Under the write lock one executemany gives its rows consecutive seqs, each one
+                # above the table's largest (SQLite's rowid rule), so the seqs are known from the
+                # largest without a lookup per row; checked on the first row, else looked up.
+                (top,) = c.execute("SELECT max(seq) FROM nodes").fetchone()
+                first = top - len(rows) + 1
+                got = c.execute("SELECT id FROM nodes WHERE seq=?", (first,)).fetchone()
+                if got is not None and got[0] == rows[0].id:
+                    c.executemany(
+                        "INSERT INTO node_text (rowid, text) VALUES (?, ?)",
+                        [(first + i, r.text) for i, r in enumerate(rows) if r.text],
+                    )
+                else:
+                    c.executemany(
+                        "INSERT INTO node_text (rowid, text) SELECT seq, ? FROM nodes WHERE id=?",
+                        [(r.text, r.id) for r in rows if r.text],
+                    )
             links = [(r.id, i, c) for r in rows for i, c in enumerate(r.covers)]
             if links:
                 self.conn.executemany(
