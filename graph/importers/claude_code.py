@@ -76,7 +76,7 @@ from graph.importers._common import (
 )
 from graph.importers.jsonl import Line, LineProblems, LineReader, ReadPosition, read_jsonl
 from graph.importers.report import FileReport, TranscriptError
-from graph.importers.resume import FileState, resume_point, save_state
+from graph.importers.resume import FileState, resumed, save_state
 from graph.models import (
     Block,
     Content,
@@ -911,16 +911,9 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
     """
     path = Path(path)
     with file_import(path, FORMAT) as (report, problems):
-        why = ""
         if resume and not is_agent_file(path):
-            with store.atomic():
-                saved, why = resume_point(store, path, FORMAT)
-                if saved is not None and _resume(store, path, saved, problems, report):
-                    return report
-            if saved is not None:  # a change the resumed path does not take: read it all again
-                _start_over(report, problems)
-        if why:
-            report.notes.append(f"imported in full: the file was {why}")
+            if resumed(store, path, FORMAT, report, problems, _resume):
+                return report
         position = ReadPosition()
         t = _read(path, problems, report, position, slim=not is_agent_file(path))
         if not t.entries and not any(o.data.get("type") in _ENTRY_TYPES for o in t.other):
@@ -1614,13 +1607,6 @@ def _state(
         "origin": origin,
         "settled": settled,
     }
-
-
-def _start_over(report: FileReport, problems: LineProblems) -> None:
-    """Forget what a resumed read reported, before the file is read again from its start."""
-    problems.skipped.clear()
-    problems.repaired.clear()
-    report.dropped.clear()
 
 
 def _resumable(data: Mapping[str, Any], sid: str) -> bool:

@@ -69,7 +69,7 @@ from graph.importers._common import (
 )
 from graph.importers.jsonl import Line, LineProblems, ReadPosition, read_jsonl
 from graph.importers.report import FileReport
-from graph.importers.resume import FileState, resume_point, save_state
+from graph.importers.resume import FileState, resumed, save_state
 from graph.models import (
     Block,
     Content,
@@ -401,15 +401,8 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
     """
     path = Path(path)
     with file_import(path, FORMAT) as (report, problems):
-        if resume:
-            with store.atomic():
-                saved, why = resume_point(store, path, FORMAT)
-                if saved is not None and _resume(store, path, saved, problems, report):
-                    return report
-            problems.skipped.clear()  # what a resumed read saw before it gave up
-            problems.repaired.clear()
-            if why:
-                report.notes.append(f"imported in full: the file was {why}")
+        if resume and resumed(store, path, FORMAT, report, problems, _resume):
+            return report
         position = ReadPosition()
         items = list(read_jsonl(path, problems, position))
         first = next((i for i, line in enumerate(items) if _is_meta(line)), None)

@@ -72,7 +72,7 @@ from graph.importers._common import (
 )
 from graph.importers.jsonl import Line, LineProblems, ReadPosition, read_jsonl
 from graph.importers.report import FileReport
-from graph.importers.resume import FileState, resume_point, save_state
+from graph.importers.resume import FileState, resumed, save_state
 from graph.models import Block, Content, Kind, Node, Role, TextBlock, ToolCallBlock, ToolResultBlock
 from graph.store.base import BaseStore
 
@@ -237,15 +237,8 @@ def _import_file(
 ) -> FileReport:
     importing = importing | {path.resolve()}
     with file_import(path, FORMAT) as (report, problems):
-        if resume:
-            with store.atomic():
-                saved, why = resume_point(store, path, FORMAT)
-                if saved is not None and _resume(store, path, saved, problems, report):
-                    return report
-            problems.skipped.clear()  # what a resumed read saw before it gave up
-            problems.repaired.clear()
-            if why:
-                report.notes.append(f"imported in full: the file was {why}")
+        if resume and resumed(store, path, FORMAT, report, problems, _resume):
+            return report
         position = ReadPosition()
         lines = list(read_jsonl(path, problems, position))
         head = lines[0].data if lines and lines[0].data.get("type") == "session" else {}

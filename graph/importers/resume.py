@@ -26,14 +26,16 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graph.importers.jsonl import ReadPosition
+from graph.importers.jsonl import LineProblems, ReadPosition
+from graph.importers.report import FileReport
 from graph.store.base import BaseStore
 
-__all__ = ["STATE_VERSION", "FileState", "resume_point", "save_state", "state_key"]
+__all__ = ["STATE_VERSION", "FileState", "resume_point", "resumed", "save_state", "state_key"]
 
 STATE_VERSION = 1
 """The version of the recorded state; a state of another version is ignored (a full import)."""
@@ -145,6 +147,46 @@ def resume_point(store: BaseStore, path: Path, fmt: str) -> tuple[FileState | No
     if (head, tail) != (saved.head_hash, saved.tail_hash):
         return None, "rewritten (the bytes read before changed)"
     return saved, ""
+
+
+def resumed(
+    store: BaseStore,
+    path: Path,
+    fmt: str,
+    report: FileReport,
+    problems: LineProblems,
+    resume: Callable[[BaseStore, Path, FileState, LineProblems, FileReport], bool],
+) -> bool:
+    """Resume the import of ``path`` from its recorded state when it can be, else prepare a full one.
+
+    Args:
+        store: The store the file is imported into.
+        path: The file.
+        fmt: The format it is read as.
+        report: The file's report; says why the file is read in full when it is.
+        problems: The reader's record of skipped and repaired lines.
+        resume: The format's continuation from a :class:`FileState`, run in one transaction: True
+            when it imported the new lines, False (having written nothing) when they hold something
+            only a full import takes.
+
+    Returns:
+        True when the file was resumed; False after forgetting what the attempt reported, so the
+        caller reads the whole file.
+
+    Raises:
+        OSError: the file cannot be read.
+        GraphError: the store refused a write; nothing was stored.
+    """
+    with store.atomic():
+        saved, why = resume_point(store, path, fmt)
+        if saved is not None and resume(store, path, saved, problems, report):
+            return True
+    problems.skipped.clear()
+    problems.repaired.clear()
+    report.dropped.clear()
+    if why:
+        report.notes.append(f"imported in full: the file was {why}")
+    return False
 
 
 def save_state(
