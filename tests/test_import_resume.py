@@ -474,3 +474,32 @@ def test_a_plan_made_stale_by_another_import_is_worked_out_again(
     finally:
         other.close()
         store.close()
+
+
+@pytest.mark.parametrize("src", _claude_files(), ids=lambda p: p.name)
+def test_a_torn_line_completed_later_resumes_as_a_full_reimport(
+    src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The file is cut inside a line (before its last brace and newline), as a runtime still
+    # writing it leaves it; the first import may keep a record recovered from the torn line in the
+    # session's metadata, which the resumed import of the completed line must not keep.
+    data = src.read_bytes()
+    ends = [i for i, c in enumerate(data) if c == ord("\n")]
+    for end in ends[:: max(1, len(ends) // 12)]:
+        cut = end - 1
+        results = []
+        for mode in ("resume", "full"):
+            directory = tmp_path / f"{mode}-{cut}"
+            directory.mkdir()
+            path = _copy_with_agents(src, directory)
+            path.write_bytes(data[:cut])
+            store = MemorySessionStore()
+            with monkeypatch.context() as m:
+                if mode == "full":
+                    _full_only(m)
+                import_paths(store, [path])
+                with path.open("ab") as f:
+                    f.write(data[cut:])
+                import_paths(store, [path])
+            results.append(dump(store))
+        assert results[0] == results[1], f"{src.name} cut at byte {cut}"

@@ -947,7 +947,8 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
                         pred,
                         agents=_agent_signatures(path),
                         origin=_origin(t.entries.values()),
-                        settled=_settled(store, store.session(sid).title, others, t.entries),
+                        settled=_settled(store, store.session(sid).title, others, t.entries)
+                        and not _past(t.other, position),
                     )
                     save_state(store, path, FORMAT, position, state)
     return report
@@ -1609,6 +1610,15 @@ def _state(
     }
 
 
+def _past(other: Sequence[Line], position: ReadPosition) -> bool:
+    """Whether a record of the session's metadata came from a line after ``position``.
+
+    Such a line is a torn last line, read again by the next import: the state is then not
+    settled, so that import brings the metadata up to date (dropping the torn line's record).
+    """
+    return any(o.number > position.line for o in other)
+
+
 def _resumable(data: Mapping[str, Any], sid: str) -> bool:
     """Whether a new entry is one the resumed path imports as a full import would.
 
@@ -1693,7 +1703,7 @@ def _resume(
     forked = any("forkedFrom" in window.entries[u].data for u in added_ids)
     settled = bool(st.get("settled"))
     if new.other or now != origin or forked or copied or not settled:
-        settled = _update_session(store, sid, window, new, added_ids, links, copied)
+        settled = _update_session(store, sid, window, new, added_ids, links, copied, saved.line)
     nodes = []
     with window.reading() as full:
         for u in main:
@@ -1713,6 +1723,7 @@ def _resume(
         if point in parents_of_new:
             stamp_subtrees(store, sid, point, abandoned)
     _note_off_branch(window, [u for u in main if u in fresh], pred, head, artifacts, report)
+    settled = settled and not _past(new.other, position)
     state = _state(window, sid, main, pred, agents=agents, origin=now, settled=settled)
     save_state(store, path, FORMAT, position, state)
     return True
@@ -1726,16 +1737,27 @@ def _update_session(
     added: Sequence[str],
     links: _Links,
     copied: Mapping[str, str],
+    read_before: int,
 ) -> bool:
     """Bring the session's title and metadata up to date with the new lines, as a full import would.
+
+    ``read_before`` is the number of lines before the resumed offset: a record of a later line was
+    made from a torn last line, which is read again now, so it is dropped.
 
     Returns:
         Whether only a new line can change the title now (:func:`_settled`).
     """
     current = store.session(sid)
     meta = _origin(new.entries.values(), dict(current.metadata))
-    if new.other:
-        entries = list(meta.get("entries") or [])
+    recorded = list(meta.get("entries") or [])
+    entries = [
+        e
+        for e in recorded
+        if not (
+            isinstance(e, Mapping) and isinstance(e.get("line"), int) and e["line"] > read_before
+        )
+    ]
+    if new.other or len(entries) != len(recorded):
         seen = {e.get("line") for e in entries if isinstance(e, Mapping)}
         entries += [{"line": o.number, **o.data} for o in new.other if o.number not in seen]
         meta["entries"] = entries

@@ -486,6 +486,8 @@ def _import(
     resumable = (
         sid == own
         and has_meta
+        # A fork rollout (read while Codex still writes its copied prefix, too) is read whole.
+        and not any(_is_meta(line) and _payload(line).get("forked_from_id") for line in items)
         and not (items and items[-1].number > position.line)  # an unterminated last line
     )
     state = _state(sid, items, prompts, title=title, prev=prev, time=last, resumable=resumable)
@@ -579,7 +581,9 @@ def _resume(
     The new items continue the chain from the stored last node; their prompts are paired with the
     echoes among them over the last items the state keeps (see :func:`_prompts`). Nothing is
     written, and False returned, when a full import is needed: the rollout was not resumable, the
-    session is gone, or a new item is a compaction or a rollback.
+    session is gone, or a new item is a compaction, a rollback or a ``session_meta`` (a fork rollout
+    copies its parent's meta and items after its own, so one imported while being written grows
+    into a fork).
 
     Returns:
         Whether the file was imported.
@@ -595,10 +599,12 @@ def _resume(
     new = list(read_jsonl(path, problems, position))
     for line in new:
         p = _payload(line)
-        if line.data.get("type") == "compacted" or (
+        if line.data.get("type") in ("compacted", "session_meta") or (
             line.data.get("type") == "event_msg" and p.get("type") == "thread_rolled_back"
         ):
-            return False
+            return (
+                False  # a new session_meta: a fork's copied parent, which only a full read places
+            )
     count = int(st.get("count", 0))
     items = [_unlite(0, lite) for lite in window] + new
     start = len(window)
