@@ -669,15 +669,29 @@ class PostgresSessionStore(BaseStore):
             ).fetchall()
         return {str(n): str(s) for n, s in rows}
 
-    def _db_message_count(self, session_id: str, head: str | None) -> int:
-        """Walk the stored rows back from the head in one recursive query and count the messages."""
+    def _walk_start(self, session_id: str, head: str | None) -> str | None:
+        """The node a walk back over the stored rows starts at: ``head``, else the session's head.
+
+        The session's row is read either way, so a missing session is told apart from a missing
+        node (which the walk's query finds).
+
+        Raises:
+            UnknownSessionError: no such session.
+        """
         with _translated():
             row = self.conn.execute(
                 "SELECT head FROM sessions WHERE id = %s", (session_id,)
             ).fetchone()
-            if row is None:
-                raise UnknownSessionError(session_id)
-            start = row[0] if head is None else head
+        if row is None:
+            raise UnknownSessionError(session_id)
+        if head is not None:
+            return head
+        return None if row[0] is None else str(row[0])
+
+    def _db_message_count(self, session_id: str, head: str | None) -> int:
+        """Walk the stored rows back from the head in one recursive query and count the messages."""
+        with _translated():
+            start = self._walk_start(session_id, head)
             if start is None:
                 return 0
             rows = self.conn.execute(
@@ -788,12 +802,7 @@ class PostgresSessionStore(BaseStore):
         sql = pending_walk_query(eligible, lambda n: f"%({n})s")
         part = SessionIndex(session_id)
         with _translated():
-            row = self.conn.execute(
-                "SELECT head FROM sessions WHERE id = %s", (session_id,)
-            ).fetchone()
-            if row is None:
-                raise UnknownSessionError(session_id)
-            part.head = row[0] if head is None else head
+            part.head = self._walk_start(session_id, head)
             if part.head is None:
                 return part
             summaries = pending_walk_index(

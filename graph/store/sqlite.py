@@ -797,15 +797,29 @@ class SessionStore(BaseStore):
             row = self.conn.execute("SELECT 1 FROM sessions WHERE id=?", (session_id,)).fetchone()
         return row is not None
 
-    def _db_latest_message(self, session_id: str, head: str | None) -> NodeId | None:
-        """Walk the stored rows back from the head (a recursive query, stopped at the first message)."""
+    def _walk_start(self, session_id: str, head: str | None) -> str | None:
+        """The node a walk back over the stored rows starts at: ``head``, else the session's head.
+
+        The session's row is read either way, so a missing session is told apart from a missing
+        node (which the walk's query finds).
+
+        Raises:
+            UnknownSessionError: no such session.
+        """
         with _translated():
             row = self.conn.execute(
                 "SELECT head FROM sessions WHERE id=?", (session_id,)
             ).fetchone()
-            if row is None:
-                raise UnknownSessionError(session_id)
-            start = row[0] if head is None else head
+        if row is None:
+            raise UnknownSessionError(session_id)
+        if head is not None:
+            return head
+        return None if row[0] is None else str(row[0])
+
+    def _db_latest_message(self, session_id: str, head: str | None) -> NodeId | None:
+        """Walk the stored rows back from the head (a recursive query, stopped at the first message)."""
+        with _translated():
+            start = self._walk_start(session_id, head)
             if start is None:
                 return None
             found = False
@@ -848,12 +862,7 @@ class SessionStore(BaseStore):
 
     def _walk_back(self, session_id: str, head: str | None) -> Iterator[tuple[str, bool]]:
         with _translated():
-            row = self.conn.execute(
-                "SELECT head FROM sessions WHERE id=?", (session_id,)
-            ).fetchone()
-            if row is None:
-                raise UnknownSessionError(session_id)
-            start = row[0] if head is None else head
+            start = self._walk_start(session_id, head)
             if start is None:
                 return
             rows = self.conn.execute(
@@ -900,12 +909,7 @@ class SessionStore(BaseStore):
         sql = pending_walk_query(eligible, lambda n: f":{n}")
         part = SessionIndex(session_id)
         with _translated():
-            row = self.conn.execute(
-                "SELECT head FROM sessions WHERE id=?", (session_id,)
-            ).fetchone()
-            if row is None:
-                raise UnknownSessionError(session_id)
-            part.head = row[0] if head is None else head
+            part.head = self._walk_start(session_id, head)
             if part.head is None:
                 return part
             summaries = pending_walk_index(
