@@ -8,13 +8,13 @@ it, required in CI).
 
 from __future__ import annotations
 
-import random
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from builder import build, chain
+from test_speedr_cold import scenario
 
 from graph import Eligible, Kind, Role, UnknownNodeError, UnknownSessionError
 from graph.index import MEMORY_ELIGIBLE
@@ -66,33 +66,10 @@ def _no_index(store: Any) -> None:
     store._walked_cold = _EveryReadFirst()
 
 
-def _scenario(st: Any, seed: int) -> tuple[str, list[str]]:
-    rnd = random.Random(seed)
-    sid = build(st, f"{chain('m', 1, 12)}; m4-f1-f2-f3; m8-g1-g2")
-    st.set_head(sid, "m12")
-    st.rewind(sid, "m10")
-    st.append(sid, "after the rewind", role="user", id="r1")
-    st.append(sid, "and on", role="assistant", id="r2")
-    st.compact(sid, ["m1", "m2", "m3"], "summary of m1..m3", id="s1")  # inline, at the head
-    st.append(sid, "later", role="user", id="r3")
-    st.compact(sid, ["f2", "f3"], "summary of f2..f3", layout="sibling", id="s2")
-    st.append(sid, "on the sibling", role="assistant", id="s2a")
-    st.append(sid, "no text", role="user", id="e1", predecessor="r3", metadata={"scheduled": True})
-    st.set_head(sid, "e1")
-    order = list(st.index(sid).pred)
-    for value in ("w1", "w2"):
-        prefix = order[: rnd.randrange(len(order))]
-        for head in [*st.tips(sid), "s2a"]:
-            todo = [n for n in st.pending_ids(sid, "memory", value, head=head) if n in prefix]
-            if todo:
-                st.mark(sid, todo, "memory", value)
-    return sid, order
-
-
 @pytest.mark.parametrize("seed", range(3), ids=lambda s: f"seed{s}")
 def test_cold_pending_equals_the_indexed_walk_from_every_node(opener: Opener, seed: int) -> None:
     warm = opener()
-    sid, order = _scenario(warm, seed)
+    sid, order = scenario(warm, seed)
     cold = opener()
     _no_index(cold)
     for eligible in (MEMORY_ELIGIBLE, WITH_SUMMARIES, ANY_ROLE):

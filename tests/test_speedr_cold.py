@@ -10,15 +10,27 @@ from builder import build, chain
 
 from graph import Eligible, Kind, Role, SessionStore, UnknownNodeError, UnknownSessionError
 from graph.index import MEMORY_ELIGIBLE, NodeInfo
+from graph.store.base import BaseStore
 
 WITH_SUMMARIES = Eligible(kinds=frozenset({Kind.MESSAGE, Kind.SUMMARY}))
 ANY_ROLE = Eligible(roles=frozenset(Role), require_text=False, exclude_scheduled=False)
 
 
 def _scenario(db: Path, seed: int) -> tuple[str, list[str]]:
-    """A session with forks, a rewind, both compaction layouts and markers of two values."""
-    rnd = random.Random(seed)
+    """:func:`scenario` in a SQLite file, closed afterwards."""
     st = SessionStore(db)
+    got = scenario(st, seed)
+    st.close()
+    return got
+
+
+def scenario(st: BaseStore, seed: int) -> tuple[str, list[str]]:
+    """A session with forks, a rewind, both compaction layouts and markers of two values.
+
+    Returns:
+        ``(session id, every node id in index order)``.
+    """
+    rnd = random.Random(seed)
     sid = build(st, f"{chain('m', 1, 12)}; m4-f1-f2-f3; m8-g1-g2")
     st.set_head(sid, "m12")
     st.rewind(sid, "m10")
@@ -37,7 +49,6 @@ def _scenario(db: Path, seed: int) -> tuple[str, list[str]]:
             todo = [n for n in st.pending_ids(sid, "memory", value, head=head) if n in prefix]
             if todo:
                 st.mark(sid, todo, "memory", value)
-    st.close()
     return sid, order
 
 
