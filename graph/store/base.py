@@ -521,7 +521,10 @@ class BaseStore(ABC):
 
     def _db_latest_message(self, session_id: str, head: str | None) -> NodeId | None:
         """:meth:`latest_message_id` for a backend (by default over the index)."""
-        idx = self._index(session_id)
+        return self._latest_in(self._index(session_id), head)
+
+    def _latest_in(self, idx: SessionIndex, head: str | None) -> NodeId | None:
+        """The newest live message on ``head``'s branch (the index's head by default), by the index."""
         n = self._head(idx, head)
         while n is not None:
             if idx.is_live_message(n):
@@ -1526,13 +1529,7 @@ class BaseStore(ABC):
         cached = self._cache.get(session_id)
         if cached is None or cached.stale:
             return self._db_latest_message(session_id, head)
-        idx = self._index(session_id)
-        n = self._head(idx, head)
-        while n is not None:
-            if idx.is_live_message(n):
-                return NodeId(n)
-            n = idx.pred[n]
-        return None
+        return self._latest_in(self._index(session_id), head)
 
     def message_tail(
         self,

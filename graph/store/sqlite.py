@@ -24,7 +24,7 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -817,26 +817,12 @@ class SessionStore(BaseStore):
         return None if row[0] is None else str(row[0])
 
     def _db_latest_message(self, session_id: str, head: str | None) -> NodeId | None:
-        """Walk the stored rows back from the head (a recursive query, stopped at the first message)."""
-        with _translated():
-            start = self._walk_start(session_id, head)
-            if start is None:
-                return None
-            found = False
-            for nid, bits, rewound in self.conn.execute(
-                "WITH RECURSIVE up(id, predecessor, bits) AS ("
-                " SELECT id, predecessor, bits FROM nodes WHERE id=? AND session_id=?"
-                " UNION ALL"
-                " SELECT n.id, n.predecessor, n.bits FROM nodes n JOIN up ON n.id = up.predecessor)"
-                " SELECT id, bits, EXISTS (SELECT 1 FROM rewound r WHERE r.node_id = up.id) FROM up",
-                (start, session_id),
-            ):
-                found = True
-                if kind_of_bits(bits) is Kind.MESSAGE and not rewound:
-                    return NodeId(nid)
-            if not found:
-                raise UnknownNodeError(start, session_id)
-        return None
+        """The first message of the walk back from the head (:meth:`_walk_back`, stopped there)."""
+        walk = self._walk_back(session_id, head)
+        try:
+            return next((NodeId(nid) for nid, message in walk if message), None)
+        finally:
+            walk.close()
 
     def _db_live_tips(self, session_id: str) -> list[NodeId]:
         """Live messages that are no node's ancestor among live messages, newest first (one query)."""
@@ -860,7 +846,7 @@ class SessionStore(BaseStore):
         """Walk the stored rows back from the head in a recursive query read row by row."""
         return self._walk_back(session_id, head)
 
-    def _walk_back(self, session_id: str, head: str | None) -> Iterator[tuple[str, bool]]:
+    def _walk_back(self, session_id: str, head: str | None) -> Generator[tuple[str, bool]]:
         with _translated():
             start = self._walk_start(session_id, head)
             if start is None:
