@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "app",
+    "content_parts",
     "default_db",
     "id_column",
     "main",
@@ -259,25 +260,36 @@ def tool_call_text(block: ToolCallBlock, width: int = 60) -> str:
     return f"[tool call {block.name}]" + (f" {text}" if text else "")
 
 
+def content_parts(node: Node) -> list[str]:
+    """A node's content as the parts ``show`` and ``read`` display, in block order.
+
+    Each text and tool result, each tool call as ``[tool call NAME] input`` (:func:`tool_call_text`)
+    and each image as ``[image REF]``; empty texts are left out.
+
+    The parts are not yet made safe for a terminal: pass what is shown through
+    :func:`graph.terminal.markup`.
+    """
+    from graph.models import ImageBlock, TextBlock, ToolCallBlock, ToolResultBlock
+
+    if isinstance(node.content, str):
+        return [node.content]
+    parts: list[str] = []
+    for b in node.content:
+        if isinstance(b, TextBlock | ToolResultBlock) and b.text:
+            parts.append(b.text)
+        elif isinstance(b, ToolCallBlock):
+            parts.append(tool_call_text(b))
+        elif isinstance(b, ImageBlock):
+            parts.append(f"[image {b.ref}]")
+    return parts
+
+
 def node_preview(node: Node, width: int = 70) -> str:
     """A node's content on one line, cut to ``width`` characters: text, tool calls and images named.
 
     The result is not yet made safe for a terminal: pass it through :func:`graph.terminal.markup`.
     """
-    from graph.models import ImageBlock, TextBlock, ToolCallBlock, ToolResultBlock
-
-    if isinstance(node.content, str):
-        parts = [node.content]
-    else:
-        parts = []
-        for b in node.content:
-            if isinstance(b, TextBlock | ToolResultBlock) and b.text:
-                parts.append(b.text)
-            elif isinstance(b, ToolCallBlock):
-                parts.append(tool_call_text(b))
-            elif isinstance(b, ImageBlock):
-                parts.append(f"[image {b.ref}]")
-    text = " ".join(" ".join(parts).split())
+    text = " ".join(" ".join(content_parts(node)).split())
     return text if len(text) <= width else text[: width - 1] + "…"
 
 

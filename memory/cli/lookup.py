@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from graph.cli.commands import (
+    content_parts,
     id_column,
     node_json,
     open_store,
     resolve_node,
     resolve_session,
     session_short_forms,
-    tool_call_text,
 )
 from graph.terminal import dump_json, markup, short_forms
 from memory.caps import LOOKUP_DEFAULT_MESSAGES, LOOKUP_MAX_SESSIONS
@@ -69,20 +69,7 @@ def _store(ctx: typer.Context) -> BaseStore:
 
 def _message_text(node: Node) -> str:
     """A message's content for display: its text, with tool calls and images named in brackets."""
-    from graph.models import ImageBlock, TextBlock, ToolCallBlock, ToolResultBlock
-
-    if isinstance(node.content, str):
-        text = node.content
-    else:
-        parts: list[str] = []
-        for b in node.content:
-            if isinstance(b, TextBlock | ToolResultBlock) and b.text:
-                parts.append(b.text)
-            elif isinstance(b, ToolCallBlock):
-                parts.append(tool_call_text(b))
-            elif isinstance(b, ImageBlock):
-                parts.append(f"[image {b.ref}]")
-        text = "\n".join(parts)
+    text = "\n".join(content_parts(node))
     if len(text) > _TEXT_WIDTH:
         text = (
             text[:_TEXT_WIDTH] + f"… ({len(text) - _TEXT_WIDTH} more characters; --json shows all)"
