@@ -255,6 +255,14 @@ def _row(r: Sequence[Any]) -> _Row:
     )
 
 
+def _extends(messages: Sequence[Any], inherited: Sequence[tuple[str, str]]) -> bool:
+    """Whether ``messages`` begins with exactly the message ids of ``inherited``, in order."""
+    k = len(inherited)
+    if len(messages) < k:
+        return False
+    return [getattr(m, "id", None) for m in messages[:k]] == [m for m, _ in inherited]
+
+
 def _msgs(row: _Row) -> bytes:
     """The ``messages`` column: a message id alone when its node is ``<session>/m/<id>``."""
     prefix = f"{row.session_id}/m/"
@@ -873,9 +881,39 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             )
             chain = node_id
 
+        new_ids: set[str] = set()
+
+        def message(m: Any) -> None:
+            """List one message, adding its node when the parent's list lacks it."""
+            mid = getattr(m, "id", None)
+            if not isinstance(mid, str):
+                return
+            if mid in before:
+                listed.append((mid, before[mid]))
+                return
+            role = _ROLES.get(getattr(m, "type", ""))
+            if role is None:
+                return
+            nid = f"{sid}/m/{mid}"
+            if (nid in idx.pred and idx.pred[nid] != chain) or nid in new_ids:
+                nid = f"{sid}/m/{mid}@{cid}"
+            info: dict[str, Any] = {"message_id": mid, "checkpoint_id": cid}
+            calls = getattr(m, "tool_calls", None)
+            if calls:
+                info["tool_calls"] = [str(c.get("name", "")) for c in calls]
+            content = _text(m.content)
+            add(nid, kind=Kind.MESSAGE, role=role, content=content, metadata={"langgraph": info})
+            new_ids.add(nid)
+            listed.append((mid, nid))
+
         messages = values.get("messages")
         if not isinstance(messages, list):
             listed = list(inherited)
+        elif _extends(messages, inherited):
+            # The usual step (add_messages appended to the parent's list): only the tail is new.
+            listed = list(inherited)
+            for m in messages[len(inherited) :]:
+                message(m)
         else:
             present = {getattr(m, "id", None) for m in messages}
             removed = [n for m, n in inherited if m not in present and n in idx.pred]
@@ -888,41 +926,18 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                         if isinstance(summary, str) and summary
                         else (f"{len(removed)} earlier messages removed by the graph")
                     )
+                    summary_id = f"{sid}/s/{cid}"
                     add(
-                        f"{sid}/s/{cid}",
+                        summary_id,
                         kind=Kind.SUMMARY,
                         role=Role.SYSTEM,
                         content=text,
                         covers=tuple(NodeId(n) for n in span),
                         metadata={"langgraph": {"checkpoint_id": cid, "removed": len(removed)}},
                     )
-            new_ids = {n.id for n in nodes}
+                    new_ids.add(summary_id)
             for m in messages:
-                mid = getattr(m, "id", None)
-                if not isinstance(mid, str):
-                    continue
-                if mid in before:
-                    listed.append((mid, before[mid]))
-                    continue
-                role = _ROLES.get(getattr(m, "type", ""))
-                if role is None:
-                    continue
-                nid = f"{sid}/m/{mid}"
-                if (nid in idx.pred and idx.pred[nid] != chain) or nid in new_ids:
-                    nid = f"{sid}/m/{mid}@{cid}"
-                info: dict[str, Any] = {"message_id": mid, "checkpoint_id": cid}
-                calls = getattr(m, "tool_calls", None)
-                if calls:
-                    info["tool_calls"] = [str(c.get("name", "")) for c in calls]
-                add(
-                    nid,
-                    kind=Kind.MESSAGE,
-                    role=role,
-                    content=_text(m.content),
-                    metadata={"langgraph": info},
-                )
-                new_ids.add(NodeId(nid))
-                listed.append((mid, nid))
+                message(m)
         source, step = metadata.get("source"), metadata.get("step")
         add(
             node_id,
