@@ -263,6 +263,13 @@ of one of these lengths reads one list of matches instead of merging the lists o
 starts (``bobo*`` over 1e6 nodes: 2.9 s without, see the README's search section). Longer prefixes
 start few enough words to merge quickly; shorter ones are not expanded (:data:`graph.search.MIN_PREFIX`)."""
 
+SEARCH_QUEUE_AT = 64
+"""Queued search rows (``node_text_queue``) at which a write moves them into ``node_text``."""
+
+_QUEUE_BELOW = 32
+"""A write with fewer search rows than this queues them; a larger batch (an import) writes them
+into ``node_text`` directly, in its own segment."""
+
 _CHUNK = 20_000
 """Rows copied per statement when a migration rebuilds a large table."""
 
@@ -298,12 +305,26 @@ def _v5_prefix_index(db: sqlite_utils.Database) -> None:
     c.execute("ALTER TABLE node_text_v5 RENAME TO node_text")
 
 
+def _v6_search_queue(db: sqlite_utils.Database) -> None:
+    """Version 6: ``node_text_queue``, the search rows of small writes not yet in ``node_text``.
+
+    One row per node (``seq`` = ``nodes.seq``, ``text`` its indexed text). A write of a few nodes
+    (an append, a LangGraph checkpoint) puts its rows here instead of into the FTS5 table: FTS5
+    writes a new segment for every transaction that adds to it (about six pages for one message),
+    and a queue row is one. A write that brings the queue to :data:`SEARCH_QUEUE_AT` rows moves
+    them into ``node_text`` in one segment, and a search moves them first, so a search always
+    sees every node.
+    """
+    db.execute("CREATE TABLE node_text_queue (seq INTEGER PRIMARY KEY, text TEXT NOT NULL)")
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v1_tables,
     _v2_marks_per_value,
     _v3_search,
     _v4_import_files,
     _v5_prefix_index,
+    _v6_search_queue,
 ]
 """The schema steps in order: ``MIGRATIONS[i]`` brings a file from version ``i`` to ``i + 1``."""
 
@@ -347,6 +368,7 @@ class SessionStore(BaseStore):
             (mode,) = self.conn.execute("PRAGMA journal_mode=WAL").fetchone()
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self._depth = 0
+            self._queue_count = 0
             self._data_version = -1
             self._wal_index: int | None = None
             self._wal_header = b""
@@ -654,6 +676,11 @@ class SessionStore(BaseStore):
             where.append("n.created_at>=?")
             params.append(keep.since)
         clause = "".join(f" AND {w}" for w in where)
+        with _translated():
+            waiting = self.conn.execute("SELECT 1 FROM node_text_queue LIMIT 1").fetchone()
+        if waiting is not None:
+            with self.atomic():
+                self._flush_search_queue()
         # FTS5 walks matches newest first natively, so the candidates stop at RANKED_CANDIDATES
         # without scoring or sorting the rest; only those are ranked, and only the page is decoded.
         sql = (
@@ -753,7 +780,14 @@ class SessionStore(BaseStore):
             c = self.conn
             c.executemany(_INSERT_NODE, [r[:7] for r in rows])
             self._advance(rows[0].session_id, "node_seq", "nodes")
-            if any(r.text for r in rows):
+            said = sum(1 for r in rows if r.text)
+            if 0 < said < _QUEUE_BELOW:
+                c.executemany(
+                    "INSERT INTO node_text_queue (seq, text) SELECT seq, ? FROM nodes WHERE id=?",
+                    [(r.text, r.id) for r in rows if r.text],
+                )
+                self._queued(said)
+            elif said:
                 # Under the write lock one executemany gives its rows consecutive seqs, each one
                 # above the table's largest (SQLite's rowid rule), so the seqs are known from the
                 # largest without a lookup per row; checked on the first row, else looked up.
@@ -782,7 +816,8 @@ class SessionStore(BaseStore):
         with _translated():
             seq = c.execute(_INSERT_NODE, row[:7]).lastrowid
             if row.text:
-                c.execute("INSERT INTO node_text (rowid, text) VALUES (?, ?)", (seq, row.text))
+                c.execute("INSERT INTO node_text_queue (seq, text) VALUES (?, ?)", (seq, row.text))
+                self._queued(1)
             if row.covers:
                 c.executemany(
                     "INSERT INTO covers (summary_id, position, node_id) VALUES (?, ?, ?)",
@@ -791,6 +826,28 @@ class SessionStore(BaseStore):
         idx = self._cache.get(row.session_id)
         if idx is not None and seq is not None:
             idx.node_seq = seq  # under the write lock: no newer row of any session exists
+
+    def _queued(self, n: int) -> None:
+        """Count ``n`` rows queued; past :data:`SEARCH_QUEUE_AT` (this store's count), look and flush.
+
+        The count is this connection's since its last look, so the queue holds at most
+        :data:`SEARCH_QUEUE_AT` rows per writing process before one of them flushes it.
+        """
+        self._queue_count += n
+        if self._queue_count < SEARCH_QUEUE_AT:
+            return
+        (self._queue_count,) = self.conn.execute("SELECT count(*) FROM node_text_queue").fetchone()
+        if self._queue_count >= SEARCH_QUEUE_AT:
+            self._flush_search_queue()
+
+    def _flush_search_queue(self) -> None:
+        """Move every queued search row into ``node_text`` (in the caller's write transaction)."""
+        c = self.conn
+        c.execute(
+            "INSERT INTO node_text (rowid, text) SELECT seq, text FROM node_text_queue ORDER BY seq"
+        )
+        c.execute("DELETE FROM node_text_queue")
+        self._queue_count = 0
 
     def _db_has_session(self, session_id: str) -> bool:
         with _translated():
@@ -1014,11 +1071,12 @@ class SessionStore(BaseStore):
                     f" (SELECT id FROM nodes WHERE session_id IN ({marks}))",
                     chunk,
                 )
-                c.execute(
-                    "DELETE FROM node_text WHERE rowid IN"
-                    f" (SELECT seq FROM nodes WHERE session_id IN ({marks}))",
-                    chunk,
-                )
+                for table, key in (("node_text", "rowid"), ("node_text_queue", "seq")):
+                    c.execute(
+                        f"DELETE FROM {table} WHERE {key} IN"
+                        f" (SELECT seq FROM nodes WHERE session_id IN ({marks}))",
+                        chunk,
+                    )
                 for table in ("marks", "rewound", "nodes"):
                     c.execute(f"DELETE FROM {table} WHERE session_id IN ({marks})", chunk)
                 c.execute(f"DELETE FROM sessions WHERE id IN ({marks})", chunk)
