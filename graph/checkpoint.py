@@ -83,6 +83,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from graph.checkpoint_decoding import MessageMemo
 from graph.errors import DuplicateSessionError, GraphError, InvalidWriteError
 from graph.ids import NodeId, SessionId
 from graph.models import Kind, Node, Role
@@ -696,6 +697,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         self._payloads: _Payloads
         self._after_commit = isinstance(store, MemorySessionStore)
         self._payloads = _payloads_of(store)
+        self._memo = MessageMemo(self.serde)
 
     # ------------------------------------------------------------------ versions
 
@@ -705,6 +707,17 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         return f"{n + 1:032}.{random.random():016}"
 
     # ------------------------------------------------------------------ reads
+
+    @property
+    def _decoding(self) -> MessageMemo:
+        """Decodes payloads as ``self.serde`` does, each distinct message once (copies after).
+
+        Made again when ``serde`` was replaced (``with_allowlist`` clones the saver with another
+        serializer): a message's bytes decode by the allow-list of the serializer reading them.
+        """
+        if self._memo.serde is not self.serde:
+            self._memo = MessageMemo(self.serde)
+        return self._memo
 
     def _tuple(
         self, row: _Saved, writes: builtins.list[_Write] | None, metadata: Any = None
@@ -728,13 +741,13 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         pending = sorted(writes or (), key=lambda w: (w.task_path, w.task_id, w.idx))
         return CheckpointTuple(
             config=config,
-            checkpoint=self.serde.loads_typed((row.type, row.checkpoint)),
+            checkpoint=self._decoding.loads(row.type, row.checkpoint),
             metadata=metadata
             if metadata is not None
-            else self.serde.loads_typed((row.metadata_type, row.metadata)),
+            else self._decoding.loads(row.metadata_type, row.metadata),
             parent_config=parent,
             pending_writes=[
-                (w.task_id, w.channel, self.serde.loads_typed((w.type, w.value))) for w in pending
+                (w.task_id, w.channel, self._decoding.loads(w.type, w.value)) for w in pending
             ],
         )
 
@@ -773,7 +786,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             for row in self._payloads.saved(thread, ns, cid, before_id):
                 if limit is not None and len(picked) >= limit:
                     break
-                meta = self.serde.loads_typed((row.metadata_type, row.metadata))
+                meta = self._decoding.loads(row.metadata_type, row.metadata)
                 if filter and any(meta.get(k) != v for k, v in filter.items()):
                     continue
                 picked.append((row, meta))
@@ -1137,7 +1150,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             GraphError: the store refused the write (nothing is stored).
             Exception: LangGraph's serializer cannot decode the payload.
         """
-        checkpoint = self.serde.loads_typed(stored)
+        checkpoint = self._decoding.loads(*stored)
         return self._put_imported(thread_id, checkpoint_ns, parent_id, checkpoint, metadata, stored)
 
     def put_checkpoint(
