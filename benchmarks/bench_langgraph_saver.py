@@ -140,6 +140,89 @@ def wal_pages(path: Path, conn: sqlite3.Connection, store_thread: Callable[[int]
     return (wal.stat().st_size - before) / (page + 24) / max(1, puts)
 
 
+class _Recorder:
+    """A stand-in for the store's connection that notes every statement it runs, then runs it."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.log: list[tuple[bool, str, Any]] = []
+        """(many, sql, parameters) in the order run."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.conn, name)
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        self.log.append((False, sql, params))
+        return self.conn.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Any) -> Any:
+        rows = list(rows)
+        self.log.append((True, sql, rows))
+        return self.conn.executemany(sql, rows)
+
+
+class _Replay:
+    """The floor of a put: the statements SessionGraphSaver ran for one thread, replayed bare.
+
+    The thread is stored once (untimed) through a connection that notes every statement and its
+    parameters; each timed run then runs exactly those statements, in their transactions, on a copy
+    of the file as it was before (made by :meth:`setup`, untimed), with one bare ``sqlite3``
+    connection (WAL, ``synchronous=NORMAL``), after LangGraph's serializer has encoded every
+    checkpoint, its metadata and its writes as a put does. What remains between this and
+    SessionGraphSaver.put is the saver's and the store's Python; what remains between this and
+    SqliteSaver.put is the rows the graph adds beside LangGraph's payload.
+    """
+
+    def __init__(self, directory: Path, shape: str, chain: int, extra: int) -> None:
+        base = scratch_db(directory, f"lg-{shape}-replay-base.db")
+        store = SessionStore(base)
+        saver = SessionGraphSaver(store)
+        _sync_put(saver, history("warm", chain, extra, shape))
+        store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self.snapshot = base.read_bytes()
+        self.steps = history("replayed", chain, extra, shape)
+        recorder = _Recorder(store.conn)
+        store.conn = recorder  # type: ignore[assignment]
+        saver._payloads.conn = recorder  # type: ignore[attr-defined]
+        _sync_put(saver, self.steps)
+        store.conn = recorder.conn
+        store.close()
+        self.log = recorder.log
+        self.serde = saver.serde
+        self.target = scratch_db(directory, f"lg-{shape}-replay.db")
+        self.conn: sqlite3.Connection | None = None
+
+    def setup(self) -> None:
+        """A fresh copy of the file as it was before the thread, and a connection to it."""
+        self.close()
+        for suffix in ("-wal", "-shm"):
+            Path(f"{self.target}{suffix}").unlink(missing_ok=True)
+        self.target.write_bytes(self.snapshot)
+        self.conn = sqlite3.connect(self.target, isolation_level=None)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+
+    def run(self) -> None:
+        """Serialize the thread's payloads and run the noted statements (timed)."""
+        c = self.conn
+        assert c is not None
+        for _config, cp, meta, writes in self.steps:
+            self.serde.dumps_typed(cp)
+            self.serde.dumps_typed(meta)
+            for _channel, value in writes:
+                self.serde.dumps_typed(value)
+        for many, sql, params in self.log:
+            if many:
+                c.executemany(sql, params)
+            else:
+                c.execute(sql, params).fetchall()
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
 def _pages(directory: Path, shape: str, chain: int, extra: int) -> dict[str, float]:
     """WAL pages per checkpoint of SessionGraphSaver and SqliteSaver, both at synchronous=NORMAL."""
     ours_path = scratch_db(directory, f"lg-{shape}-pages-ours.db")
@@ -205,6 +288,7 @@ def _compare(
             _sync_put(ours, steps)
             _sync_put(peer, steps)
             run(_async_put(apeer, steps))
+    replay = _Replay(directory, shape, chain, extra)
     fresh = {"n": 0}
     pending: dict[str, list[Step]] = {}
 
@@ -233,6 +317,12 @@ def _compare(
                 setup("p"),
                 per_thread,
                 peer_pages,
+            ),
+            Alt(
+                "floor: SessionGraphSaver's statements replayed (bare sqlite3, same serialization)",
+                replay.run,
+                replay.setup,
+                per_thread,
             ),
             Alt(
                 "SessionGraphSaver.put (synchronous=FULL)",
@@ -342,6 +432,26 @@ def _compare(
     bench.target(
         f"{g} (both synchronous=FULL): ours / SqliteSaver (time ratio)", shipped, "<=", 1.0
     )
+    floor = bench.ratio(
+        g,
+        "SessionGraphSaver.put",
+        "floor: SessionGraphSaver's statements replayed (bare sqlite3, same serialization)",
+        per_thread,
+    )
+    bench.target(f"{g}: ours / its statements replayed bare (time ratio)", floor, "<=", 1.3)
+    rows = bench.ratio(
+        g,
+        "floor: SessionGraphSaver's statements replayed (bare sqlite3, same serialization)",
+        "SqliteSaver.put",
+        per_thread,
+    )
+    bench.target(
+        f"{g}: its statements replayed bare / SqliteSaver (time ratio: the graph's rows alone)",
+        rows,
+        "<=",
+        1.0,
+    )
+    replay.close()
     run(apeer.conn.close())
     conn.close()
     full_conn.close()
