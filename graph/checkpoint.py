@@ -65,7 +65,7 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple, cast
 
@@ -102,9 +102,11 @@ def session_id_of(thread_id: str, checkpoint_ns: str = "") -> str:
     return thread_id if not checkpoint_ns else f"{thread_id}#{checkpoint_ns}"
 
 
-@dataclass(frozen=True)
-class _Row:
-    """One stored checkpoint: its place in the graph and LangGraph's serialized payloads."""
+class _Row(NamedTuple):
+    """One stored checkpoint: its place in the graph and LangGraph's serialized payloads.
+
+    A named tuple: a put makes two (the row and the one remembered without payloads).
+    """
 
     thread_id: str
     checkpoint_ns: str
@@ -121,8 +123,9 @@ class _Row:
     """(message id, node id) of the checkpoint's ``messages`` list, in list order."""
 
 
-@dataclass(frozen=True)
-class _Write:
+class _Write(NamedTuple):
+    """One pending write of a checkpoint, its value as LangGraph's serializer wrote it."""
+
     task_id: str
     task_path: str
     idx: int
@@ -1028,8 +1031,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             idx = self.store.index(sid)
             old = self._payloads.get(thread, ns, cid) if node_id in idx.pred else None
             if old is not None:
-                row = replace(
-                    old,
+                row = old._replace(
                     type=type_,
                     checkpoint=blob,
                     metadata_type=meta_type,
@@ -1084,7 +1086,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         if len(self._recent) >= 256:
             self._recent.clear()
         key = (row.thread_id, row.checkpoint_ns, row.checkpoint_id)
-        self._recent[key] = replace(row, checkpoint=b"", metadata=b"")
+        self._recent[key] = row._replace(checkpoint=b"", metadata=b"")
 
     @staticmethod
     def _head_checkpoint(sid: str, head: str | None) -> str | None:
@@ -1344,8 +1346,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                     got = self._payloads.writes([(src, ns, r.checkpoint_id) for r in rows])
                     for r in rows:
                         copies.append(
-                            replace(
-                                r,
+                            r._replace(
                                 thread_id=dst,
                                 session_id=new_sid,
                                 node_id=moved(r.node_id),
