@@ -13,8 +13,13 @@ fields (dicts and lists, nested) are new too, so a caller that changes a message
 nothing another read returns. Every other extension and payload type, and any serializer other than a
 plain ``JsonPlusSerializer`` (an encrypting one, a custom one), is decoded by the serializer itself.
 
-The kept messages are bounded by their encoded size (:data:`MEMO_BYTES`); past it the memo starts
-empty again.
+Only messages of LangChain's own classes (``langchain_core.messages``) are kept: a subclass may hold
+what a copy cannot share or copy (a lock, a client), and LangGraph's serializer reports the
+decoding of types it does not know (its serde events) on every read, which a kept copy would skip.
+A message whose copy fails is not kept either. The kept messages are bounded by an estimate of
+their decoded size (:data:`MEMO_BYTES`: about 1.2 KiB per model, its encoded bytes for its text,
+and 300 bytes per dict or list in its fields, as measured with ``tracemalloc``); past it the memo
+starts empty again.
 """
 
 from __future__ import annotations
@@ -28,11 +33,20 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 __all__ = ["MEMO_BYTES", "MessageMemo"]
 
-MEMO_BYTES = 8 * 1024 * 1024
-"""Encoded bytes of the messages a memo keeps (their decoded models take a few times more)."""
+MEMO_BYTES = 32 * 1024 * 1024
+"""Estimated decoded bytes of the messages a memo keeps (see the module docstring)."""
+
+_MODEL_BYTES = 1200
+"""About what a decoded LangChain message takes before its text and containers."""
+
+_CONTAINER_BYTES = 300
+"""About what each dict or list in a decoded message's fields takes."""
 
 _EXT_PYDANTIC_V2 = 5
 """LangGraph's msgpack extension code for a pydantic v2 model (``EXT_PYDANTIC_V2``)."""
+
+_KEPT_PACKAGE = "langchain_core.messages."
+"""Where LangChain's own message classes live: only their messages are kept."""
 
 _SHARED = frozenset({str, int, float, bool, bytes, type(None)})
 """Types whose values a copy shares (immutable); checked by exact type."""
@@ -51,6 +65,22 @@ def _tree(value: Any) -> Any:
     if kind in _SHARED:
         return value
     return copy.deepcopy(value)
+
+
+def _containers(value: Any) -> int:
+    """How many dicts and lists ``value`` is made of (itself included)."""
+    kind = type(value)
+    if kind is dict:
+        return 1 + sum(_containers(v) for v in value.values() if type(v) not in _SHARED)
+    if kind is list:
+        return 1 + sum(_containers(v) for v in value if type(v) not in _SHARED)
+    return 0
+
+
+def _weight(message: BaseMessage, encoded: int) -> int:
+    """An estimate of the bytes a decoded message takes (see the module docstring)."""
+    held = sum(_containers(v) for v in message.__dict__.values() if type(v) not in _SHARED)
+    return _MODEL_BYTES + encoded + _CONTAINER_BYTES * held
 
 
 def _copied(message: BaseMessage) -> BaseMessage:
@@ -80,7 +110,11 @@ class MessageMemo:
     def __init__(self, serde: Any) -> None:
         self.serde = serde
         self._hook = getattr(serde, "_unpack_ext_hook", None)
-        self._plain = type(serde) is JsonPlusSerializer and callable(self._hook)
+        self._plain = (
+            type(serde) is JsonPlusSerializer
+            and callable(self._hook)
+            and not getattr(serde, "_custom_unpack_ext_hook", True)
+        )
         self._kept: dict[bytes, BaseMessage] = {}
         self._size = 0
 
@@ -101,11 +135,20 @@ class MessageMemo:
         if kept is not None:
             return _copied(kept)
         value = self._hook(code, data)  # type: ignore[misc]
-        if not isinstance(value, BaseMessage) or len(data) > MEMO_BYTES:
+        if not isinstance(value, BaseMessage) or not type(value).__module__.startswith(
+            _KEPT_PACKAGE
+        ):
             return value
-        if self._size + len(data) > MEMO_BYTES:
+        weight = _weight(value, len(data))
+        if weight > MEMO_BYTES:
+            return value
+        try:
+            copy_ = _copied(value)
+        except Exception:  # a field a copy cannot make: decoded on every read instead
+            return value
+        if self._size + weight > MEMO_BYTES:
             self._kept = {}
             self._size = 0
-        self._kept[data] = _copied(value)
-        self._size += len(data)
+        self._kept[data] = copy_
+        self._size += weight
         return value

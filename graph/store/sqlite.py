@@ -52,8 +52,12 @@ from graph.models import Kind, SearchHit, Session, from_micros, to_micros
 from graph.search import (
     RANKED_CANDIDATES,
     Query,
+    bm25,
+    doc_freqs,
     fts_query,
     indexed_text,
+    matches,
+    tokens,
 )
 from graph.store.base import (
     KEEP_ALL,
@@ -312,8 +316,9 @@ def _v6_search_queue(db: sqlite_utils.Database) -> None:
     (an append, a LangGraph checkpoint) puts its rows here instead of into the FTS5 table: FTS5
     writes a new segment for every transaction that adds to it (about six pages for one message),
     and a queue row is one. A write that brings the queue to :data:`SEARCH_QUEUE_AT` rows moves
-    them into ``node_text`` in one segment, and a search moves them first, so a search always
-    sees every node.
+    them into ``node_text`` in one segment. A search moves them first when it can without waiting,
+    and otherwise reads the queue beside the index, so a search always sees every node and never
+    waits for a writer.
     """
     db.execute("CREATE TABLE node_text_queue (seq INTEGER PRIMARY KEY, text TEXT NOT NULL)")
 
@@ -368,7 +373,7 @@ class SessionStore(BaseStore):
             (mode,) = self.conn.execute("PRAGMA journal_mode=WAL").fetchone()
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self._depth = 0
-            self._queue_count = 0
+            self._busy_ms = int(timeout * 1000)
             self._data_version = -1
             self._wal_index: int | None = None
             self._wal_header = b""
@@ -678,9 +683,8 @@ class SessionStore(BaseStore):
         clause = "".join(f" AND {w}" for w in where)
         with _translated():
             waiting = self.conn.execute("SELECT 1 FROM node_text_queue LIMIT 1").fetchone()
-        if waiting is not None:
-            with self.atomic():
-                self._flush_search_queue()
+        if waiting is not None and not self._flush_for_search():
+            return self._search_with_queue(query, clause, params, limit, offset)
         # FTS5 walks matches newest first natively, so the candidates stop at RANKED_CANDIDATES
         # without scoring or sorting the rest; only those are ranked, and only the page is decoded.
         sql = (
@@ -695,6 +699,99 @@ class SessionStore(BaseStore):
         with _translated():
             rows = self.conn.execute(sql, args).fetchall()
         return [search_hit(query, r) for r in rows]
+
+    def _flush_for_search(self) -> bool:
+        """Move the queued search rows into the index if that needs no waiting; whether it did.
+
+        Outside a transaction the write lock is asked for without waiting; inside one (the store's
+        own, or the caller's) a savepoint does the move, which a caller's read snapshot may refuse,
+        as a read-only connection does. A refused move writes nothing, and the search then reads
+        the queue itself (:meth:`_search_with_queue`): a search never waits for a writer.
+        """
+        c = self.conn
+        try:
+            with _translated():
+                c.execute("PRAGMA busy_timeout=0")
+                try:
+                    if c.in_transaction:
+                        c.execute("SAVEPOINT sg_search")
+                        try:
+                            self._flush_search_queue()
+                        except BaseException:
+                            c.execute("ROLLBACK TO sg_search")
+                            c.execute("RELEASE sg_search")
+                            raise
+                        c.execute("RELEASE sg_search")
+                        return True
+                    c.execute("BEGIN IMMEDIATE")
+                    try:
+                        self._flush_search_queue()
+                        self._commit()
+                    except BaseException:
+                        if c.in_transaction:
+                            c.execute("ROLLBACK")
+                        raise
+                    return True
+                finally:
+                    c.execute(f"PRAGMA busy_timeout={self._busy_ms}")
+        except StoreError:
+            return False
+
+    def _search_with_queue(
+        self, query: Query, clause: str, params: list[Any], limit: int, offset: int
+    ) -> list[SearchHit]:
+        """A search while queued search rows could not be moved into the index (see above).
+
+        The index answers for what it holds, as :meth:`_db_search` asks it; the queued rows (at
+        most :data:`SEARCH_QUEUE_AT` per writer) are matched here by :func:`graph.search.matches`,
+        which reads a query as FTS5 does, and ranked by :func:`graph.search.bm25` with counts
+        taken from the index's candidates and the queue. So the same nodes are found; the order of
+        the queued ones among the others can differ slightly from the order after the move.
+        """
+        c = self.conn
+        with _translated():
+            indexed = c.execute(
+                "SELECT node_text.rowid, bm25(node_text) FROM node_text"
+                " JOIN nodes n ON n.seq = node_text.rowid JOIN sessions s ON s.id = n.session_id"
+                f" WHERE node_text MATCH ?{clause} ORDER BY node_text.rowid DESC LIMIT ?",
+                [fts_query(query), *params, RANKED_CANDIDATES],
+            ).fetchall()
+            queued = c.execute(
+                "SELECT q.seq, q.text FROM node_text_queue q JOIN nodes n ON n.seq = q.seq"
+                f" JOIN sessions s ON s.id = n.session_id WHERE 1{clause}",
+                params,
+            ).fetchall()
+        docs = [(seq, tokens(text)) for seq, text in queued]
+        found = [(seq, toks) for seq, toks in docs if matches(query, toks)]
+        counts = doc_freqs(query, (toks for _, toks in docs))
+        # every candidate of the index holds every positive term
+        counts = {t: n + len(indexed) for t, n in counts.items()}
+        total = len(indexed) + len(docs)
+        mean = sum(len(toks) for _, toks in docs) / max(1, len(docs))
+        ranked = [
+            *indexed,
+            *((seq, bm25(query, toks, counts, total, mean)) for seq, toks in found),
+        ]
+        ranked.sort(key=lambda r: -r[0])
+        page = sorted(ranked[:RANKED_CANDIDATES], key=lambda r: (r[1], r[0]))
+        page = page[offset : offset + limit]
+        if not page:
+            return []
+        with _translated():
+            got = {
+                r[0]: r[1:]
+                for r in c.execute(
+                    "SELECT n.seq, n.id, n.session_id, n.created_at, n.bits, n.content,"
+                    " EXISTS (SELECT 1 FROM rewound r WHERE r.node_id = n.id)"
+                    " FROM nodes n WHERE n.seq IN (SELECT value FROM json_each(?))",
+                    (orjson.dumps([seq for seq, _ in page]).decode(),),
+                )
+            }
+        return [
+            search_hit(query, (*got[seq][:5], rank, got[seq][5]))
+            for seq, rank in page
+            if seq in got
+        ]
 
     def _db_insert_session(self, session: Session) -> None:
         try:
@@ -786,7 +883,7 @@ class SessionStore(BaseStore):
                     "INSERT INTO node_text_queue (seq, text) SELECT seq, ? FROM nodes WHERE id=?",
                     [(r.text, r.id) for r in rows if r.text],
                 )
-                self._queued(said)
+                self._queued()
             elif said:
                 # Under the write lock one executemany gives its rows consecutive seqs, each one
                 # above the table's largest (SQLite's rowid rule), so the seqs are known from the
@@ -817,7 +914,7 @@ class SessionStore(BaseStore):
             seq = c.execute(_INSERT_NODE, row[:7]).lastrowid
             if row.text:
                 c.execute("INSERT INTO node_text_queue (seq, text) VALUES (?, ?)", (seq, row.text))
-                self._queued(1)
+                self._queued()
             if row.covers:
                 c.executemany(
                     "INSERT INTO covers (summary_id, position, node_id) VALUES (?, ?, ?)",
@@ -827,17 +924,14 @@ class SessionStore(BaseStore):
         if idx is not None and seq is not None:
             idx.node_seq = seq  # under the write lock: no newer row of any session exists
 
-    def _queued(self, n: int) -> None:
-        """Count ``n`` rows queued; past :data:`SEARCH_QUEUE_AT` (this store's count), look and flush.
+    def _queued(self) -> None:
+        """After rows were queued: move the queue into the index once it holds :data:`SEARCH_QUEUE_AT`.
 
-        The count is this connection's since its last look, so the queue holds at most
-        :data:`SEARCH_QUEUE_AT` rows per writing process before one of them flushes it.
+        The queue is counted, not this process's writes, so writers that each append once (a hook
+        or a command per turn) keep it bounded too.
         """
-        self._queue_count += n
-        if self._queue_count < SEARCH_QUEUE_AT:
-            return
-        (self._queue_count,) = self.conn.execute("SELECT count(*) FROM node_text_queue").fetchone()
-        if self._queue_count >= SEARCH_QUEUE_AT:
+        (queued,) = self.conn.execute("SELECT count(*) FROM node_text_queue").fetchone()
+        if queued >= SEARCH_QUEUE_AT:
             self._flush_search_queue()
 
     def _flush_search_queue(self) -> None:
@@ -847,7 +941,6 @@ class SessionStore(BaseStore):
             "INSERT INTO node_text (rowid, text) SELECT seq, text FROM node_text_queue ORDER BY seq"
         )
         c.execute("DELETE FROM node_text_queue")
-        self._queue_count = 0
 
     def _db_has_session(self, session_id: str) -> bool:
         with _translated():
