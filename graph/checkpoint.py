@@ -878,7 +878,6 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         moment = _when(checkpoint.get("ts", ""))
         chain: str | None = parent.node_id if parent is not None else None
         inherited = parent.messages if parent is not None else self._spawning(sid, metadata)
-        before = dict(inherited)
         values = checkpoint.get("channel_values") or {}
         nodes: builtins.list[Node] = []
         listed: builtins.list[tuple[str, str]] = []
@@ -904,20 +903,20 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             mid = getattr(m, "id", None)
             if not isinstance(mid, str):
                 return
-            if mid in before:
-                listed.append((mid, before[mid]))
-                return
             role = _ROLES.get(getattr(m, "type", ""))
             if role is None:
                 return
+            content = _text(m.content)
             nid = f"{sid}/m/{mid}"
-            if (nid in idx.pred and idx.pred[nid] != chain) or nid in new_ids:
-                nid = f"{sid}/m/{mid}@{cid}"
+            if nid in new_ids or (
+                nid in idx.pred
+                and (idx.pred[nid] != chain or not self._stored_as(nid, role, content))
+            ):
+                nid = f"{sid}/m/{mid}@{cid}"  # the same id said again elsewhere, or said anew
             info: dict[str, Any] = {"message_id": mid, "checkpoint_id": cid}
             calls = getattr(m, "tool_calls", None)
             if calls:
                 info["tool_calls"] = [str(c.get("name", "")) for c in calls]
-            content = _text(m.content)
             add(nid, kind=Kind.MESSAGE, role=role, content=content, metadata={"langgraph": info})
             new_ids.add(nid)
             listed.append((mid, nid))
@@ -931,8 +930,18 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             for m in messages[len(inherited) :]:
                 message(m)
         else:
-            present = {getattr(m, "id", None) for m in messages}
-            removed = [n for m, n in inherited if m not in present and n in idx.pred]
+            # Each message of the list takes the parent's node of its id, in list order (a list may
+            # hold an id twice); the parent's nodes left over were removed.
+            pool: dict[str, builtins.list[str]] = {}
+            for earlier, nid in reversed(inherited):
+                pool.setdefault(earlier, []).append(nid)
+            kept: builtins.list[str | None] = []
+            for m in messages:
+                said = getattr(m, "id", None)
+                same = pool.get(said) if isinstance(said, str) else None
+                kept.append(same.pop() if same else None)
+            held = set(kept)
+            removed = [n for _, n in inherited if n not in held and n in idx.pred]
             if removed:
                 span = self._span(idx, removed, chain)
                 if span:
@@ -952,8 +961,11 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                         metadata={"langgraph": {"checkpoint_id": cid, "removed": len(removed)}},
                     )
                     new_ids.add(summary_id)
-            for m in messages:
-                message(m)
+            for m, node in zip(messages, kept, strict=True):
+                if node is None:
+                    message(m)
+                else:
+                    listed.append((m.id, node))
         source, step = metadata.get("source"), metadata.get("step")
         add(
             node_id,
@@ -970,6 +982,11 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             },
         )
         return nodes, tuple(listed)
+
+    def _stored_as(self, node_id: str, role: Role, text: str) -> bool:
+        """Whether the stored node ``node_id`` says ``text`` as ``role`` (a message put again)."""
+        stored = self.store.node(node_id)
+        return stored.role is role and stored.text == text
 
     def _spawning(self, sid: str, metadata: CheckpointMetadata) -> tuple[tuple[str, str], ...]:
         """The messages of the checkpoint a namespace's session was spawned from (its input).

@@ -1,0 +1,51 @@
+"""SessionGraphSaver graphs of tricky message lists: duplicate ids, and a regenerated message id on a second branch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langgraph.checkpoint.base")
+
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.base import empty_checkpoint
+
+from graph import Kind, SessionStore
+from graph.checkpoint import SessionGraphSaver
+
+
+def _put(saver: SessionGraphSaver, parent: Any, k: int, messages: list[Any]) -> Any:
+    cp: Any = empty_checkpoint()
+    cp["id"] = f"1ef0000{k:02d}-0000-6000-8000-000000000000"
+    cp["channel_values"] = {"messages": messages}
+    return saver.put(parent, cp, {"step": k, "source": "loop"}, {})
+
+
+def _context(lists: list[list[Any]]) -> list[tuple[str, str]]:
+    store = SessionStore()
+    saver = SessionGraphSaver(store)
+    config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    for k, messages in enumerate(lists):
+        config = _put(saver, config, k, messages)
+    return [(n.kind.value, n.text) for n in store.context("t") if n.kind is not Kind.EVENT]
+
+
+def test_removed_duplicate_id_messages_leave_the_context_whichever_path_listed_them() -> None:
+    """A list that does not extend its parent maps duplicate ids to one node (dict(inherited)): a removed one stays in context."""
+    w, dup, y = HumanMessage("w", id="w"), HumanMessage("dup", id="x"), AIMessage("y", id="y")
+    extended = _context([[dup, dup], [dup, dup, y], [y]])  # the fast path lists both x nodes
+    general = _context([[w, dup, dup], [dup, dup, y], [y]])  # w removed: the general path
+    assert ("message", "dup") not in extended
+    assert ("message", "dup") not in general
+
+
+def test_a_regenerated_message_with_a_known_id_on_another_branch_is_stored() -> None:
+    """(Pre-existing on main) forking from c0 with message id r edited raises DuplicateNodeError from put."""
+    saver = SessionGraphSaver(SessionStore())
+    root: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    c0 = _put(saver, root, 0, [HumanMessage("q", id="q")])
+    _put(saver, c0, 1, [HumanMessage("q", id="q"), AIMessage("first answer", id="r")])
+    _put(saver, c0, 2, [HumanMessage("q", id="q"), AIMessage("edited answer", id="r")])
+    texts = {n.text for n in saver.store.nodes("t")}
+    assert {"first answer", "edited answer"} <= texts
