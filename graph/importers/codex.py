@@ -34,8 +34,15 @@ Mapping (a rollout is one ``{timestamp, type, payload}`` record per line, in fil
   first turn whose ``turn_context.turn_id`` (UUIDv7) is newer than the fork, else where the copy stops
   matching the stored parent; when none of these tells, the rollout is kept as a session of its own and
   the report says so. The parent session is created from the copied ``session_meta`` when it is not
-  stored yet; a fork never moves the head of a parent that has one.
+  stored yet; a fork never moves the head of a parent that has one (a head still on this fork's
+  own items, where an earlier read of the same rollout left it, follows the fork's last item).
+* A fork rollout read while Codex still writes it (only its own ``session_meta``, or a copy whose end
+  is not there yet) is kept as a session of its own; the read that places it as a branch replaces
+  that session, in the same transaction, so the store holds what a single read of the finished
+  rollout stores (the markers a consumer wrote on the replaced session go with it).
 * The head is the last node.
+* A rollout whose first line is not complete yet (torn, still being written) stores nothing; the
+  next import reads it again.
 * A rollout imported before is resumed from where that import stopped
   (:mod:`graph.importers.resume`): only the appended lines are read, with the last items' prompt
   pairing kept in the file's state, so a grown rollout costs about its new lines. Appended lines
@@ -405,6 +412,10 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
             return report
         position = ReadPosition()
         items = list(read_jsonl(path, problems, position))
+        if not items and position.offset < path.stat().st_size:
+            # Its first line (the session_meta, naming the thread) is still being written.
+            report.notes.append("the first line is not complete yet: nothing stored")
+            return report
         first = next((i for i, line in enumerate(items) if _is_meta(line)), None)
         has_meta = first is not None  # else item positions shift once one is written
         if first is None:
@@ -699,16 +710,46 @@ def _write(
             created_at=parse_time(root_meta.get("timestamp"), EPOCH),
         )
     if sid != own:
+        _replace_unplaced(store, own, ids.metas[own], report)
         stored_meta = store.session(sid).metadata
         forks = dict(stored_meta.get("forks") or {})
         child = {k: v for k, v in ids.metas[own].items() if k != "base_instructions"}
         if forks.get(own) != child | {"path": str(path), "cut": ids.cut}:
             forks[own] = child | {"path": str(path), "cut": ids.cut}
             store.update_session(sid, metadata=dict(stored_meta) | {"forks": forks})
-    head = prev if (sid == own or had_head is None) else had_head
+    head = prev if (sid == own or had_head is None or had_head.startswith(f"{own}:")) else had_head
     report.nodes_added += len(store.add_nodes(sid, new, head=head))
     for kept, first in rollbacks:
         stamp_subtrees(store, sid, kept, [first])
+
+
+def _replace_unplaced(
+    store: BaseStore, own: str, meta: Mapping[str, Any], report: FileReport
+) -> None:
+    """Delete the session an earlier read stored for fork ``own`` before it could place it.
+
+    A fork rollout whose copied prefix had not ended yet when it was read was kept as a session of
+    its own (its thread id, its ``session_meta`` naming ``forked_from_id``); once its items join the
+    parent's session as a branch, that session would be a second copy, and its node ids (the
+    fork's own items keep theirs) would collide with the branch's. Only a Codex session of this
+    thread forked from the same parent is removed; any other session of that id is left alone.
+    """
+    if not store.has_session(own):
+        return
+    stored = store.session(own).metadata
+    first = stored.get("session_meta")
+    if (
+        stored.get("runtime") != FORMAT
+        or not isinstance(first, Mapping)
+        or not first.get("forked_from_id")
+        or first.get("forked_from_id") != meta.get("forked_from_id")
+    ):
+        return
+    store.delete_session(own)
+    report.notes.append(
+        f"replaced session {own}, stored by an earlier read of this fork before its copied "
+        "prefix ended, with its branch of the parent session"
+    )
 
 
 def _since_last_compaction(

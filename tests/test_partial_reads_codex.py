@@ -1,0 +1,84 @@
+"""A Codex fork rollout imported while Codex still writes it, then once it is complete.
+
+A fork rollout starts with its own ``session_meta`` (``forked_from_id``), then copies its parent's
+``session_meta`` and items, then goes on with its own turns. Read before the copy's end can be
+told, it is kept as a session of its own; the read of the finished file places it as a branch of
+the parent's session. Every cut of the fork fixture (at each line boundary and inside each line,
+the last line torn) is imported, then the whole file: the store must hold what a fresh import of
+the whole file holds, with no error and no session left over, whether the parent rollout was
+imported first or not.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from graph.importers import codex
+from graph.store.base import BaseStore
+from graph.store.in_memory import MemorySessionStore
+from tests.test_import_resume_codex import dump
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "codex"
+FORK = FIXTURES / "rollout-fork.jsonl"
+PARENT = FIXTURES / "rollout-parent.jsonl"
+FORK_ID = "019c18dc-0b80-7123-8012-3456789abcde"
+
+
+def _cuts(data: bytes) -> list[int]:
+    """Byte offsets to cut at: every line end, and the middle and last byte inside every line."""
+    out: set[int] = set()
+    start = 0
+    for line in data.splitlines(keepends=True):
+        end = start + len(line)
+        out |= {start + len(line) // 2, end - 1, end}
+        start = end
+    return sorted(c for c in out if 0 < c < len(data))
+
+
+def _store(with_parent: bool) -> BaseStore:
+    store = MemorySessionStore()
+    if with_parent:
+        codex.import_file(store, PARENT)
+    return store
+
+
+@pytest.mark.parametrize("with_parent", [False, True], ids=["fork-alone", "parent-first"])
+def test_a_fork_read_while_written_ends_as_a_fresh_read_of_the_whole_file(
+    with_parent: bool, tmp_path: Path
+) -> None:
+    data = FORK.read_bytes()
+    for cut in _cuts(data):
+        path = tmp_path / f"cut{cut}-{FORK.name}"
+        path.write_bytes(data[:cut])
+        store = _store(with_parent)
+        codex.import_file(store, path)
+        path.write_bytes(data)
+        report = codex.import_file(store, path)
+        fresh = _store(with_parent)
+        codex.import_file(fresh, path)
+        assert report.error is None
+        assert dump(store) == dump(fresh), f"cut at byte {cut}"
+
+
+def test_the_read_that_places_the_fork_says_it_replaced_the_interim_session(
+    tmp_path: Path,
+) -> None:
+    lines = FORK.read_bytes().splitlines(keepends=True)
+    path = tmp_path / FORK.name
+    path.write_bytes(b"".join(lines[:3]))  # the fork's meta, the parent's meta, one copied item
+    store = MemorySessionStore()
+    assert codex.import_file(store, path).session_ids == [FORK_ID]
+    path.write_bytes(b"".join(lines))
+    report = codex.import_file(store, path)
+    assert not store.has_session(FORK_ID)
+    assert any(f"replaced session {FORK_ID}" in note for note in report.notes)
+
+
+def test_a_session_of_the_fork_id_from_elsewhere_is_not_removed(tmp_path: Path) -> None:
+    store = MemorySessionStore()
+    store.create_session("mine", id=FORK_ID, metadata={"runtime": "other"})
+    report = codex.import_file(store, FORK)
+    assert report.error is None
+    assert store.session(FORK_ID).title == "mine"
