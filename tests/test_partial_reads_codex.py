@@ -27,12 +27,14 @@ FORK_ID = "019c18dc-0b80-7123-8012-3456789abcde"
 
 
 def _cuts(data: bytes) -> list[int]:
-    """Byte offsets to cut at: every line end, and the middle and last byte inside every line."""
+    """Byte offsets to cut at: every line end, and inside every line its first byte, its middle
+    and each ``}`` (where a torn line's end closes an object the reader could recover)."""
     out: set[int] = set()
     start = 0
     for line in data.splitlines(keepends=True):
         end = start + len(line)
-        out |= {start + len(line) // 2, end - 1, end}
+        out |= {start + 1, start + len(line) // 2, end}
+        out |= {start + k + 1 for k, byte in enumerate(line) if byte == ord("}")}
         start = end
     return sorted(c for c in out if 0 < c < len(data))
 

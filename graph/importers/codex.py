@@ -41,8 +41,9 @@ Mapping (a rollout is one ``{timestamp, type, payload}`` record per line, in fil
   that session, in the same transaction, so the store holds what a single read of the finished
   rollout stores (the markers a consumer wrote on the replaced session go with it).
 * The head is the last node.
-* A rollout whose first line is not complete yet (torn, still being written) stores nothing; the
-  next import reads it again.
+* A last line Codex is still writing (no newline yet, torn) stores nothing, not even an object
+  found inside it (:func:`graph.importers.resume.without_torn_tail`): the next import reads it
+  whole. A rollout whose first line is still torn stores nothing at all.
 * A rollout imported before is resumed from where that import stopped
   (:mod:`graph.importers.resume`): only the appended lines are read, with the last items' prompt
   pairing kept in the file's state, so a grown rollout costs about its new lines. Appended lines
@@ -76,7 +77,7 @@ from graph.importers._common import (
 )
 from graph.importers.jsonl import Line, LineProblems, ReadPosition, read_jsonl
 from graph.importers.report import FileReport
-from graph.importers.resume import FileState, resumed, save_state
+from graph.importers.resume import FileState, resumed, save_state, without_torn_tail
 from graph.models import (
     Block,
     Content,
@@ -411,7 +412,7 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
         if resume and resumed(store, path, FORMAT, report, problems, _resume):
             return report
         position = ReadPosition()
-        items = list(read_jsonl(path, problems, position))
+        items = without_torn_tail(list(read_jsonl(path, problems, position)), problems, position)
         if not items and position.offset < path.stat().st_size:
             # Its first line (the session_meta, naming the thread) is still being written.
             report.notes.append("the first line is not complete yet: nothing stored")
@@ -607,7 +608,7 @@ def _resume(
     if not store.has_session(sid):
         return False
     position = saved.position
-    new = list(read_jsonl(path, problems, position))
+    new = without_torn_tail(list(read_jsonl(path, problems, position)), problems, position)
     for line in new:
         p = _payload(line)
         if line.data.get("type") in ("compacted", "session_meta") or (

@@ -15,6 +15,11 @@ still the one that was read, and imports it in full otherwise:
 The identity check reads at most 2 KiB, whatever the file's size. A resumed import reports only the
 new lines (their line numbers are the file's).
 
+A last line with no newline yet lies after the offset, so the next import reads it again. When it is
+not one whole JSON object (the runtime is still writing it), what the reader recovered from it (an
+object inside it: a content block, a tool call with its own ``id``) is not an entry and is not
+stored (:func:`without_torn_tail`): the line is read again, complete, once its writer is done.
+
 Claude Code session files, pi files and Codex rollouts resume
 (:func:`graph.importers.claude_code.import_file`, :func:`graph.importers.pi.import_file`,
 :func:`graph.importers.codex.import_file`); each format's docstring says which appended lines it
@@ -31,11 +36,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graph.importers.jsonl import LineProblems, ReadPosition
+from graph.importers.jsonl import Line, LineProblems, ReadPosition
 from graph.importers.report import FileReport
 from graph.store.base import BaseStore
 
-__all__ = ["STATE_VERSION", "FileState", "resume_point", "resumed", "save_state", "state_key"]
+__all__ = [
+    "STATE_VERSION",
+    "FileState",
+    "resume_point",
+    "resumed",
+    "save_state",
+    "state_key",
+    "without_torn_tail",
+]
 
 STATE_VERSION = 1
 """The version of the recorded state; a state of another version is ignored (a full import)."""
@@ -204,3 +217,34 @@ def save_state(
     saved = FileState(fmt, position.offset, position.line, inode, head, tail, state)
     store.set_import_state(state_key(path), saved.to_json())
     return saved
+
+
+def without_torn_tail(
+    lines: list[Line], problems: LineProblems, position: ReadPosition
+) -> list[Line]:
+    """``lines`` without the objects recovered from a last line that is still being written.
+
+    The last line counts as still being written when it has no newline yet (it lies after
+    ``position``, where the read ended) and the reader skipped part of it: a torn write, where an
+    object inside the line parses to its end, or whole objects followed by a torn one. Its objects
+    are dropped and its problems reported as one torn write, as for a last line with nothing
+    recoverable: it is read again, complete, by the next import. A last line of whole objects
+    (only its newline missing, or objects joined on it) is kept.
+
+    Args:
+        lines: What :func:`graph.importers.jsonl.read_jsonl` yielded, in file order.
+        problems: The same read's record of skipped and repaired lines; updated in place.
+        position: Where that read ended (the end of the last newline-terminated line).
+
+    Returns:
+        ``lines`` itself, or a copy without the torn last line's objects.
+    """
+    if not lines or lines[-1].number <= position.line:
+        return lines
+    last = lines[-1].number
+    if not any(n == last for n, _ in problems.skipped):
+        return lines  # whole objects, only the newline missing: entries as they will stay
+    problems.skipped[:] = [(n, why) for n, why in problems.skipped if n != last]
+    problems.repaired[:] = [(n, why) for n, why in problems.repaired if n != last]
+    problems.skipped.append((last, "torn write (truncated last line)"))
+    return [line for line in lines if line.number != last]
