@@ -18,6 +18,7 @@ caller's bad value also derive from ``ValueError``, those that are a failed look
     ├── GraceExpiredError                record_id, expired_at (memory.tombstones)
     ├── NothingToForgetError (LookupError) ref, matches     (memory.forget)
     ├── HistoryError (LookupError)       a revision history does not hold (memory.history)
+    ├── WorkspacePathError (ValueError)  path, reason: a value that names no workspace folder
     ├── WorkspaceBusyError               path, timeout (seconds): another writer holds the lock
     │                                     (retryable: ``CONCURRENT_UPDATE``)
     ├── WriterUnavailableError           writer, detail: a model or writer process is unreachable
@@ -40,6 +41,7 @@ __all__ = [
     "SearchIndexMissingError",
     "UnknownRecordError",
     "WorkspaceBusyError",
+    "WorkspacePathError",
     "WorkspaceSchemaError",
     "WorkspaceStoreError",
     "WriterUnavailableError",
@@ -122,6 +124,23 @@ class RejectedError(MemoryLayerError, ValueError):
         self.start = start
         self.end = end
         self.change = change
+
+
+class WorkspacePathError(MemoryLayerError, ValueError):
+    """A workspace path that names no folder a workspace can live in.
+
+    A workspace is a folder (its Markdown views, its write lock, its SQLite store of record), so
+    SQLite's ``":memory:"`` and an empty string are refused rather than taken as folder names.
+
+    Attributes:
+        path: The value given, as given.
+        reason: Why it names no workspace folder.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"workspace path {path!r}: {reason}")
+        self.path = path
+        self.reason = reason
 
 
 class WorkspaceBusyError(MemoryLayerError):

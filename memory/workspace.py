@@ -35,7 +35,12 @@ from memory.archive import Archive
 from memory.changes import ChangeSet
 from memory.config import is_store_url
 from memory.database import SqliteWorkspaceDatabase, WorkspaceDatabase
-from memory.errors import UnknownRecordError, WorkspaceBusyError, WorkspaceStoreError
+from memory.errors import (
+    UnknownRecordError,
+    WorkspaceBusyError,
+    WorkspacePathError,
+    WorkspaceStoreError,
+)
 from memory.history import restore as history_restore
 from memory.installs import Baseline, Records, Within
 from memory.locking import DEFAULT_LOCK_TIMEOUT, FileWriteLock, WriteLock
@@ -79,7 +84,11 @@ class MemoryWorkspace:
             ``sessiongraph[postgres]``); None keeps it in ``<path>/memory.db``.
 
     Raises:
-        WorkspaceStoreError: the database cannot be opened or is not a workspace's.
+        WorkspacePathError: ``path`` is ``":memory:"`` or empty: a workspace needs a folder (its
+            views are files a person edits), so there is no in-memory workspace; use a temporary
+            folder for a throwaway one.
+        WorkspaceStoreError: the folder cannot be created, or the database cannot be opened or is
+            not a workspace's.
         WorkspaceSchemaError: the store was written by a newer library.
         SearchIndexMissingError: the database cannot have a full-text index (SQLite without FTS5).
     """
@@ -93,6 +102,12 @@ class MemoryWorkspace:
         timeout: float = 5.0,
         store: str | None = None,
     ) -> None:
+        if str(path) == ":memory:" or (isinstance(path, str) and not path.strip()):
+            raise WorkspacePathError(
+                str(path),
+                "a workspace is a folder (its views, its write lock, its store of record); "
+                "give a folder, a temporary one for a throwaway workspace",
+            )
         self.path = Path(path)
         try:
             self.path.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from graph import MemorySessionStore
 from graph.errors import GraphError
 from graph.importers import codex, pi
-from graph.importers.jsonl import LineProblems, read_jsonl
+from graph.importers.jsonl import LineProblems, ReadPosition, read_jsonl
 from graph.importers.report import FileReport
 from graph.store.base import BaseStore
 
@@ -188,9 +188,13 @@ def check_import(
     with tempfile.TemporaryDirectory() as d:
         f = Path(d) / "fuzz.jsonl"
         f.write_bytes(data)
-        problems = LineProblems()
-        read = list(read_jsonl(f, problems))
+        problems, position = LineProblems(), ReadPosition()
+        read = list(read_jsonl(f, problems, position))
         damaged = {n for n, _ in problems.skipped} | {n for n, _ in problems.repaired}
+        # A last line with no newline that lost a part is still being written: none of it is stored.
+        last = read[-1].number if read else 0
+        if last > position.line and any(n == last for n, _ in problems.skipped):
+            read = [r for r in read if r.number != last]
         try:
             fr = importer(store, f)
         except GraphError:

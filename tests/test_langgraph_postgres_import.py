@@ -95,7 +95,7 @@ def test_the_postgres_saver_database_imports_to_the_same_graph(
     store = SessionStore(tmp_path / "imported.db")
     report = import_postgres(store, run["url"])
     assert report.error is None and report.skipped == []
-    assert report.format == "langgraph" and "search_path" not in str(report.path)
+    assert report.format == "langgraph" and report.path == postgres_label(run["url"])
     live = run["store"]
     sids = sorted(s.id for s in live.sessions())
     assert len(sids) > 2  # two threads and the subgraph runs' spawned sessions
@@ -130,9 +130,9 @@ def test_a_database_without_the_saver_tables_is_refused(saver_db: str, tmp_path:
     assert store.sessions() == []
 
 
-def test_the_report_names_the_database_without_credentials() -> None:
+def test_the_report_names_the_database_without_its_password() -> None:
     label = postgres_label("postgresql://user:secret@db.example:5433/app?sslmode=require")
-    assert label == "postgresql://db.example:5433/app"
+    assert label == "postgresql://user@db.example:5433/app?sslmode=require"
 
 
 def test_the_import_command_takes_a_postgres_saver_url(run: dict[str, Any], tmp_path: Path) -> None:

@@ -323,7 +323,7 @@ def _import_postgres_saver(store: BaseStore, report: ImportReport, url: str) -> 
     try:
         fr = import_postgres(store, url)
     except Exception as e:  # TranscriptError, GraphError: reported like a failed file
-        fr = FileReport(Path(postgres_label(url)), FORMAT, error=f"{type(e).__name__}: {e}")
+        fr = FileReport(postgres_label(url), FORMAT, error=f"{type(e).__name__}: {e}")
     report.files.append(fr)
     for sid in fr.session_ids:
         report.stats[sid] = store.stats(sid)

@@ -1189,7 +1189,7 @@ def _merge_agent_report(report: FileReport, sub: FileReport, problems: LineProbl
     report.session_ids += sub.session_ids
     report.nodes_added += sub.nodes_added
     report.dangling += sub.dangling
-    name = sub.path.name
+    name = Path(sub.path).name
     for line, what in problems.skipped:
         report.notes.append(f"{name} line {line}: skipped: {what}")
     for line, what in problems.repaired:

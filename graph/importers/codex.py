@@ -34,8 +34,22 @@ Mapping (a rollout is one ``{timestamp, type, payload}`` record per line, in fil
   first turn whose ``turn_context.turn_id`` (UUIDv7) is newer than the fork, else where the copy stops
   matching the stored parent; when none of these tells, the rollout is kept as a session of its own and
   the report says so. The parent session is created from the copied ``session_meta`` when it is not
-  stored yet; a fork never moves the head of a parent that has one.
+  stored yet; a fork never moves the head of a parent that has one (a head still on this fork's
+  own items, where an earlier read of the same rollout left it, follows the fork's last item).
+* A fork rollout read while Codex still writes it (only its own ``session_meta``, or a copy whose end
+  is not there yet) is kept as a session of its own; the read that places it as a branch replaces
+  that session, in the same transaction, so the store holds what a single read of the finished
+  rollout stores (the markers a consumer wrote on the replaced session go with it).
 * The head is the last node.
+* A prompt read before its echo is written (Codex writes the prompt's item, then the echo) would
+  be taken for injected context and stored so for good: the items from the first one whose role
+  a later item may still change (an unpaired user item after the last echo, or the last echo's
+  choice when it chose by nearness and its run reaches the end of the file) are left for the
+  next import, which reads them again from their line (the report's notes say so). A rollout
+  that ends for good with a prompt that never got its echo or its reply keeps that tail out.
+* A last line Codex is still writing (no newline yet, torn) stores nothing, not even an object
+  found inside it (:func:`graph.importers.resume.without_torn_tail`): the next import reads it
+  whole. A rollout whose first line is still torn stores nothing at all.
 * A rollout imported before is resumed from where that import stopped
   (:mod:`graph.importers.resume`): only the appended lines are read, with the last items' prompt
   pairing kept in the file's state, so a grown rollout costs about its new lines. Appended lines
@@ -69,7 +83,7 @@ from graph.importers._common import (
 )
 from graph.importers.jsonl import Line, LineProblems, ReadPosition, read_jsonl
 from graph.importers.report import FileReport
-from graph.importers.resume import FileState, resumed, save_state
+from graph.importers.resume import FileState, resumed, save_state, without_torn_tail
 from graph.models import (
     Block,
     Content,
@@ -94,6 +108,8 @@ _INJECTED = (
     "<user_instructions>",
     "<permissions",
 )
+_NEVER_ECHOED = (*_INJECTED, "<user_shell_command>")
+"""Text forms of user items Codex writes with no echo (context it injects, a ``!`` shell command)."""
 _CALLS = ("function_call", "custom_tool_call", "local_shell_call", "web_search_call")
 _OUTPUTS = ("function_call_output", "custom_tool_call_output")
 
@@ -263,9 +279,20 @@ def _in_run(line: Line) -> bool:
     return kind == "response_item" and p.get("type") == "message" and p.get("role") != "assistant"
 
 
+Picks = dict[int, tuple[list[int], bool]]
+"""Per echo position: the unpaired user items of its run it chose from, and whether by text."""
+
+
 def _prompts(
     items: Sequence[Line], *, start: int = 0, paired: set[int] | None = None, echoed: bool = False
 ) -> set[int] | None:
+    """The positions of the user items that are real prompts (see :func:`_pairing`)."""
+    return _pairing(items, start=start, paired=paired, echoed=echoed)[0]
+
+
+def _pairing(
+    items: Sequence[Line], *, start: int = 0, paired: set[int] | None = None, echoed: bool = False
+) -> tuple[set[int] | None, Picks]:
     """The positions of the user items that are real prompts, told by structure; None if it cannot.
 
     The CLI echoes each prompt the user typed as an ``event_msg`` ``user_message`` beside its
@@ -278,10 +305,16 @@ def _prompts(
 
     A resumed import pairs only the echoes from ``start`` on, with the items before it paired as
     ``paired`` says, and ``echoed`` when the file held an echo before ``start``.
+
+    Returns:
+        ``(prompts, picks)``: the prompts' positions (None: no echo), and for each echo paired here
+        the candidates it chose from and whether its choice matched its text
+        (:func:`_settled` reads them).
     """
     echoes = [k for k, line in enumerate(items) if k >= start and _is_echo(line)]
+    picks: Picks = {}
     if not echoes and not echoed:
-        return None
+        return None, picks
     paired = set(paired or ())
 
     def run(k: int, step: int) -> list[int]:
@@ -300,9 +333,69 @@ def _prompts(
         near = run(k, -1) + run(k, 1)
         said = str(_payload(items[k]).get("message") or "").strip()
         same = [j for j in near if said and _plain(_payload(items[j]).get("content")) == said]
+        picks[k] = (near, bool(same))
         if same or near:
             paired.add((same or near)[0])
-    return paired
+    return paired, picks
+
+
+def _settled(items: Sequence[Line], prompts: set[int] | None, picks: Picks) -> int:
+    """How many of ``items`` no item written later can change; the rest waits for more lines.
+
+    A node is final once stored, and a user item's role hangs on the pairing with echoes, which
+    items not written yet can change while the file's last items are user items, bookkeeping and
+    echoes (nothing since that ends a run: a model output, a compaction):
+
+    * an unpaired user item after the last echo (after every one, in a rollout without any) may
+      be a prompt whose echo Codex writes next (it writes the prompt, then its echo), unless its
+      text is one Codex never echoes (:data:`_NEVER_ECHOED`; in a rollout without any echo, only
+      the injected-text prefixes, which classify it the same either way);
+    * the last echo, when its run reaches the end of the file and it chose by nearness (no item
+      with its text), may choose an item written later that has its text.
+
+    Returns:
+        The number of leading items to store now: ``len(items)`` when nothing is open, else the
+        position of the first open one (with every item after it).
+    """
+    n = len(items)
+    lo = n
+    while lo > max(1, n - _RUN) and (
+        _is_user_item(items[lo - 1]) or _in_run(items[lo - 1]) or _is_echo(items[lo - 1])
+    ):
+        lo -= 1
+    echoes = [k for k in range(lo, n) if _is_echo(items[k])]
+    paired = prompts or set()
+    after = echoes[-1] + 1 if echoes else lo
+    never = _NEVER_ECHOED if prompts is not None else _INJECTED
+
+    def open_item(j: int) -> bool:
+        if not _is_user_item(items[j]) or j in paired:
+            return False
+        return not _plain(_payload(items[j]).get("content")).startswith(never)
+
+    held = next((j for j in range(after, n) if open_item(j)), n)
+    if echoes:
+        near, by_text = picks.get(echoes[-1], ([], True))
+        if near and not by_text and n - echoes[-1] <= _RUN:
+            held = min(held, *near)
+    while 1 < held < n and items[held - 1].number == items[held].number:
+        held -= 1  # a line is stored whole or not at all
+    return held
+
+
+def _hold_back(
+    items: list[Line], held: int, position: ReadPosition, report: FileReport
+) -> list[Line]:
+    """``items[:held]``, with ``position`` moved back to the first held item's line (read again)."""
+    if held >= len(items):
+        return items
+    line = items[held]
+    position.offset, position.line = line.offset, line.number - 1
+    report.notes.append(
+        f"line {line.number} on: a prompt whose echo is not written yet, or an echo that may "
+        "pair an item still to come; stored once the rollout goes on"
+    )
+    return items[:held]
 
 
 def _item(line: Line, prompt: bool | None = None) -> tuple[Kind, Role, Content]:
@@ -404,7 +497,11 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
         if resume and resumed(store, path, FORMAT, report, problems, _resume):
             return report
         position = ReadPosition()
-        items = list(read_jsonl(path, problems, position))
+        items = without_torn_tail(list(read_jsonl(path, problems, position)), problems, position)
+        if not items and position.offset < path.stat().st_size:
+            # Its first line (the session_meta, naming the thread) is still being written.
+            report.notes.append("the first line is not complete yet: nothing stored")
+            return report
         first = next((i for i, line in enumerate(items) if _is_meta(line)), None)
         has_meta = first is not None  # else item positions shift once one is written
         if first is None:
@@ -414,14 +511,16 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
         for line in items[:first]:
             problems.skipped.append((line.number, "item before the first session_meta"))
         items = items[first:]
+        prompts, picks = _pairing(items)
+        items = _hold_back(items, _settled(items, prompts, picks), position, report)
         if _payload(items[0]).get("forked_from_id"):  # reads the fork's source: all under the lock
             with store.atomic():
-                _import(store, path, items, report, position, has_meta)[1]()
+                _import(store, path, items, prompts, report, position, has_meta)[1]()
         else:  # worked out outside the write lock, checked and written under it
             write_planned(
                 store,
                 report,
-                lambda: _import(store, path, items, report, position, has_meta),
+                lambda: _import(store, path, items, prompts, report, position, has_meta),
             )
     return report
 
@@ -430,13 +529,16 @@ def _import(
     store: BaseStore,
     path: Path,
     items: list[Line],
+    prompts: set[int] | None,
     report: FileReport,
     position: ReadPosition,
     has_meta: bool,
 ) -> Plan:
     """Work out a rollout's import from reads of the store: ``(still_true, write)``.
 
-    ``has_meta``: the rollout has a ``session_meta`` (else one was made up from the file's name).
+    ``prompts``: the prompts' positions, paired over the whole file read (``items`` may stop
+    before its end: :func:`_settled`). ``has_meta``: the rollout has a ``session_meta`` (else one
+    was made up from the file's name).
     """
     ids = _Ids(store, items, report)
     own = str(_payload(items[0]).get("id") or path.stem)
@@ -448,7 +550,6 @@ def _import(
     known = stored_ids(store, sid)
     covers_of: dict[str, tuple[str, ...]] = dict(store.index(sid).covers) if known else {}
     had_head = store.session(sid).head if known else None
-    prompts = _prompts(items)
     order: list[tuple[str, Line, bool | None]] = [
         (i, items[k], None if prompts is None else k in prompts) for k, i in enumerate(ids.ids) if i
     ]
@@ -596,7 +697,7 @@ def _resume(
     if not store.has_session(sid):
         return False
     position = saved.position
-    new = list(read_jsonl(path, problems, position))
+    new = without_torn_tail(list(read_jsonl(path, problems, position)), problems, position)
     for line in new:
         p = _payload(line)
         if line.data.get("type") in ("compacted", "session_meta") or (
@@ -609,7 +710,12 @@ def _resume(
     items = [_unlite(0, lite) for lite in window] + new
     start = len(window)
     before = {k for k, lite in enumerate(window) if lite[4]}
-    prompts = _prompts(items, start=start, paired=before, echoed=bool(st.get("echoed")))
+    prompts, picks = _pairing(items, start=start, paired=before, echoed=bool(st.get("echoed")))
+    held = _settled(items, prompts, picks)
+    if held < start:  # an item stored before is open again: only a full read settles it
+        return False
+    items = _hold_back(items, held, position, report)
+    new = items[start:]
     title = str(st.get("title") or "")
     prev = st.get("prev")
     prev = prev if isinstance(prev, str) else None
@@ -699,16 +805,46 @@ def _write(
             created_at=parse_time(root_meta.get("timestamp"), EPOCH),
         )
     if sid != own:
+        _replace_unplaced(store, own, ids.metas[own], report)
         stored_meta = store.session(sid).metadata
         forks = dict(stored_meta.get("forks") or {})
         child = {k: v for k, v in ids.metas[own].items() if k != "base_instructions"}
         if forks.get(own) != child | {"path": str(path), "cut": ids.cut}:
             forks[own] = child | {"path": str(path), "cut": ids.cut}
             store.update_session(sid, metadata=dict(stored_meta) | {"forks": forks})
-    head = prev if (sid == own or had_head is None) else had_head
+    head = prev if (sid == own or had_head is None or had_head.startswith(f"{own}:")) else had_head
     report.nodes_added += len(store.add_nodes(sid, new, head=head))
     for kept, first in rollbacks:
         stamp_subtrees(store, sid, kept, [first])
+
+
+def _replace_unplaced(
+    store: BaseStore, own: str, meta: Mapping[str, Any], report: FileReport
+) -> None:
+    """Delete the session an earlier read stored for fork ``own`` before it could place it.
+
+    A fork rollout whose copied prefix had not ended yet when it was read was kept as a session of
+    its own (its thread id, its ``session_meta`` naming ``forked_from_id``); once its items join the
+    parent's session as a branch, that session would be a second copy, and its node ids (the
+    fork's own items keep theirs) would collide with the branch's. Only a Codex session of this
+    thread forked from the same parent is removed; any other session of that id is left alone.
+    """
+    if not store.has_session(own):
+        return
+    stored = store.session(own).metadata
+    first = stored.get("session_meta")
+    if (
+        stored.get("runtime") != FORMAT
+        or not isinstance(first, Mapping)
+        or not first.get("forked_from_id")
+        or first.get("forked_from_id") != meta.get("forked_from_id")
+    ):
+        return
+    store.delete_session(own)
+    report.notes.append(
+        f"replaced session {own}, stored by an earlier read of this fork before its copied "
+        "prefix ended, with its branch of the parent session"
+    )
 
 
 def _since_last_compaction(

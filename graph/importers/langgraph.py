@@ -135,15 +135,23 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
 
 
 def postgres_label(url: str) -> str:
-    """The URL without its credentials, for reports: ``postgresql://host:5432/db``."""
+    """The URL as given without its password, for reports: ``postgresql://user@host:5432/db``.
+
+    The password goes from the user part and from the query (libpq's ``password`` parameter);
+    the user, every host and port, the database and the other parameters stay as written.
+    """
     parts = urlsplit(url)
-    host = parts.hostname or "localhost"
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}{parts.path}"
+    user, at, hosts = parts.netloc.rpartition("@")
+    netloc = f"{user.partition(':')[0]}@{hosts}" if at else hosts
+    query = "&".join(
+        kv for kv in parts.query.split("&") if kv and kv.partition("=")[0] != "password"
+    )
+    tail = (f"?{query}" if query else "") + (f"#{parts.fragment}" if parts.fragment else "")
+    return f"{parts.scheme}://{netloc}{parts.path}{tail}"
 
 
 @contextmanager
-def _read_only(url: str, where: Path) -> Iterator[Any]:
+def _read_only(url: str, where: str) -> Iterator[Any]:
     """A psycopg connection to ``url`` inside one read-only, repeatable-read transaction."""
     try:
         import psycopg
@@ -165,7 +173,8 @@ def import_postgres(store: BaseStore, url: str) -> FileReport:
     """Import a ``PostgresSaver`` database (a ``postgresql://`` URL) into ``store``, in one transaction.
 
     Returns:
-        The database's report (its path is the URL without credentials): one session id per thread
+        The database's report (its path is the URL as given, without a password, a ``str``:
+        ``Path`` would fold its ``//``): one session id per thread
         and namespace, nodes added; a checkpoint that cannot be put back together (a blob LangGraph's
         serializer cannot decode) is left out and listed in ``skipped`` as (row number, reason).
 
@@ -174,7 +183,7 @@ def import_postgres(store: BaseStore, url: str) -> FileReport:
             (``langgraph``, ``postgres``) is not installed.
         GraphError: the store refused a write; nothing of the database was stored.
     """
-    where = Path(postgres_label(url))
+    where = postgres_label(url)
     try:
         from graph.checkpoint import SessionGraphSaver, session_id_of
     except ImportError as e:  # the optional extra
@@ -215,7 +224,8 @@ def import_postgres(store: BaseStore, url: str) -> FileReport:
             " type, blob FROM checkpoint_writes ORDER BY thread_id, checkpoint_ns, checkpoint_id,"
             " task_id, idx"
         ).fetchall()
-    with file_import(where, FORMAT) as (report, _):
+    with file_import(Path(where), FORMAT) as (report, _):
+        report.path = where  # the URL itself: Path() folds its "//"
         saver = SessionGraphSaver(store)
         with store.atomic():
             for number, (thread, ns, cid, parent, cp, meta) in enumerate(checkpoints, 1):

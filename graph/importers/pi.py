@@ -42,6 +42,9 @@ Mapping (pi's session format: a header line, then entries linked by ``id``/``par
   imports (a source stored afterwards does not move it). A source that is the file itself, or forks
   from it, is not followed.
 * The head is the last entry in file order.
+* A last line pi is still writing (no newline yet, torn) stores nothing, not even an object found
+  inside it (:func:`graph.importers.resume.without_torn_tail`): the next import reads it whole. A
+  file whose first line (the header) is still torn stores nothing at all.
 * A file imported before is resumed from where that import stopped (:mod:`graph.importers.resume`):
   only the appended lines are read, so a grown file costs about its new lines. Appended lines the
   resumed path does not take (a compaction or branch summary, whose covers reach back through the
@@ -72,7 +75,7 @@ from graph.importers._common import (
 )
 from graph.importers.jsonl import Line, LineProblems, ReadPosition, read_jsonl
 from graph.importers.report import FileReport
-from graph.importers.resume import FileState, resumed, save_state
+from graph.importers.resume import FileState, resumed, save_state, without_torn_tail
 from graph.models import Block, Content, Kind, Node, Role, TextBlock, ToolCallBlock, ToolResultBlock
 from graph.store.base import BaseStore
 
@@ -240,7 +243,11 @@ def _import_file(
         if resume and resumed(store, path, FORMAT, report, problems, _resume):
             return report
         position = ReadPosition()
-        lines = list(read_jsonl(path, problems, position))
+        lines = without_torn_tail(list(read_jsonl(path, problems, position)), problems, position)
+        if not lines and position.offset < path.stat().st_size:
+            # Its first line (the header, naming the session) is still being written.
+            report.notes.append("the first line is not complete yet: nothing stored")
+            return report
         head = lines[0].data if lines and lines[0].data.get("type") == "session" else {}
         if head.get("parentSession"):  # its source may be imported first, in the same transaction
             with store.atomic():
@@ -462,7 +469,7 @@ def _resume(
     if not st.get("resumable") or not isinstance(sid, str) or not store.has_session(sid):
         return False
     position = saved.position
-    lines = list(read_jsonl(path, problems, position))
+    lines = without_torn_tail(list(read_jsonl(path, problems, position)), problems, position)
     if any(e.data.get("type") in ("compaction", "branch_summary") for e in lines):
         return False
 

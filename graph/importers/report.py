@@ -30,8 +30,9 @@ class TranscriptError(GraphError, ValueError):
 class FileReport:
     """What importing one file did. Line numbers are 1-based; times are seconds."""
 
-    path: Path
-    """The file."""
+    path: Path | str
+    """The file; for a database read by URL (``import --langgraph postgresql://...``), the URL
+    without its password (a ``str``)."""
     format: str
     """``claude-code``, ``pi``, ``codex`` or ``bundle``."""
     session_ids: list[str] = field(default_factory=list)

@@ -10,10 +10,24 @@ still the one that was read, and imports it in full otherwise:
 * the inode differs (the file was replaced, as an editor or a rotation does);
 * the file is shorter than the offset (truncated);
 * the first KiB, or the KiB before the offset, hash differently (rewritten in place);
+* nothing follows the offset, now as when it was read, but the modification time moved (written in
+  place without growing: an append-only writer that appended nothing did not write at all);
 * the format's state is missing, of another format, or of another version.
 
 The identity check reads at most 2 KiB, whatever the file's size. A resumed import reports only the
 new lines (their line numbers are the file's).
+
+What it cannot see: an edit in place, outside those two KiB, of a file that also grew. An
+append-only writer never changes a byte before the offset, and no file-system metadata tells an
+append from an append plus an edit (both move the modification time and the size), so noticing it
+would mean hashing every byte before the offset on every resume: time proportional to the file
+instead of to the new bytes. Such a file is read from the offset;
+``import_file(store, path, resume=False)`` reads it whole.
+
+A last line with no newline yet lies after the offset, so the next import reads it again. When it is
+not one whole JSON object (the runtime is still writing it), what the reader recovered from it (an
+object inside it: a content block, a tool call with its own ``id``) is not an entry and is not
+stored (:func:`without_torn_tail`): the line is read again, complete, once its writer is done.
 
 Claude Code session files, pi files and Codex rollouts resume
 (:func:`graph.importers.claude_code.import_file`, :func:`graph.importers.pi.import_file`,
@@ -31,11 +45,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graph.importers.jsonl import LineProblems, ReadPosition
+from graph.importers.jsonl import Line, LineProblems, ReadPosition
 from graph.importers.report import FileReport
 from graph.store.base import BaseStore
 
-__all__ = ["STATE_VERSION", "FileState", "resume_point", "resumed", "save_state", "state_key"]
+__all__ = [
+    "STATE_VERSION",
+    "FileState",
+    "resume_point",
+    "resumed",
+    "save_state",
+    "state_key",
+    "without_torn_tail",
+]
 
 STATE_VERSION = 1
 """The version of the recorded state; a state of another version is ignored (a full import)."""
@@ -53,13 +75,13 @@ def _digest(f: Any, start: int, length: int) -> str:
     return hashlib.sha256(f.read(length)).hexdigest()
 
 
-def _identity(path: Path, offset: int) -> tuple[int, str, str]:
-    """(inode, hash of the first KiB before ``offset``, hash of the KiB before ``offset``)."""
+def _identity(path: Path, offset: int) -> tuple[os.stat_result, str, str]:
+    """(the file's status, hash of the first KiB before ``offset``, hash of the KiB before it)."""
     with path.open("rb") as f:
-        inode = os.fstat(f.fileno()).st_ino
+        status = os.fstat(f.fileno())
         head = _digest(f, 0, min(_KIB, offset))
         tail = _digest(f, max(0, offset - _KIB), min(_KIB, offset))
-    return inode, head, tail
+    return status, head, tail
 
 
 @dataclass
@@ -80,6 +102,9 @@ class FileState:
     """SHA-256 (hex) of the ``min(1024, offset)`` bytes before ``offset``."""
     state: dict[str, Any] = field(default_factory=dict)
     """The format's own state (JSON-shaped)."""
+    mtime_ns: int | None = None
+    """The file's modification time (nanoseconds) when it was read, kept only when nothing followed
+    ``offset`` then (None otherwise, and in states recorded before it was kept)."""
 
     @property
     def position(self) -> ReadPosition:
@@ -97,6 +122,7 @@ class FileState:
             "head_hash": self.head_hash,
             "tail_hash": self.tail_hash,
             "state": self.state,
+            "mtime_ns": self.mtime_ns,
         }
 
     @classmethod
@@ -104,6 +130,7 @@ class FileState:
         """The state a stored mapping describes, or None when it is not one this version wrote."""
         if not isinstance(raw, dict) or raw.get("version") != STATE_VERSION:
             return None
+        mtime = raw.get("mtime_ns")
         try:
             return cls(
                 format=str(raw["format"]),
@@ -113,6 +140,7 @@ class FileState:
                 head_hash=str(raw["head_hash"]),
                 tail_hash=str(raw["tail_hash"]),
                 state=dict(raw["state"]),
+                mtime_ns=int(mtime) if mtime is not None else None,
             )
         except (KeyError, TypeError, ValueError):
             return None
@@ -141,11 +169,17 @@ def resume_point(store: BaseStore, path: Path, fmt: str) -> tuple[FileState | No
     size = Path(path).stat().st_size
     if size < saved.offset:
         return None, f"truncated ({size} bytes, {saved.offset} read before)"
-    inode, head, tail = _identity(Path(path), saved.offset)
-    if inode != saved.inode:
+    status, head, tail = _identity(Path(path), saved.offset)
+    if status.st_ino != saved.inode:
         return None, "replaced (another inode)"
     if (head, tail) != (saved.head_hash, saved.tail_hash):
         return None, "rewritten (the bytes read before changed)"
+    if (
+        saved.mtime_ns is not None
+        and status.st_size == saved.offset
+        and status.st_mtime_ns != saved.mtime_ns
+    ):
+        return None, "rewritten (written since it was read, without growing)"
     return saved, ""
 
 
@@ -200,7 +234,41 @@ def save_state(
     Raises:
         OSError: the file cannot be read.
     """
-    inode, head, tail = _identity(Path(path), position.offset)
-    saved = FileState(fmt, position.offset, position.line, inode, head, tail, state)
+    status, head, tail = _identity(Path(path), position.offset)
+    mtime = status.st_mtime_ns if status.st_size == position.offset else None
+    saved = FileState(
+        fmt, position.offset, position.line, status.st_ino, head, tail, state, mtime_ns=mtime
+    )
     store.set_import_state(state_key(path), saved.to_json())
     return saved
+
+
+def without_torn_tail(
+    lines: list[Line], problems: LineProblems, position: ReadPosition
+) -> list[Line]:
+    """``lines`` without the objects recovered from a last line that is still being written.
+
+    The last line counts as still being written when it has no newline yet (it lies after
+    ``position``, where the read ended) and the reader skipped part of it: a torn write, where an
+    object inside the line parses to its end, or whole objects followed by a torn one. Its objects
+    are dropped and its problems reported as one torn write, as for a last line with nothing
+    recoverable: it is read again, complete, by the next import. A last line of whole objects
+    (only its newline missing, or objects joined on it) is kept.
+
+    Args:
+        lines: What :func:`graph.importers.jsonl.read_jsonl` yielded, in file order.
+        problems: The same read's record of skipped and repaired lines; updated in place.
+        position: Where that read ended (the end of the last newline-terminated line).
+
+    Returns:
+        ``lines`` itself, or a copy without the torn last line's objects.
+    """
+    if not lines or lines[-1].number <= position.line:
+        return lines
+    last = lines[-1].number
+    if not any(n == last for n, _ in problems.skipped):
+        return lines  # whole objects, only the newline missing: entries as they will stay
+    problems.skipped[:] = [(n, why) for n, why in problems.skipped if n != last]
+    problems.repaired[:] = [(n, why) for n, why in problems.repaired if n != last]
+    problems.skipped.append((last, "torn write (truncated last line)"))
+    return [line for line in lines if line.number != last]
