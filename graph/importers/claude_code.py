@@ -63,7 +63,6 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from graph.ids import NodeId
 from graph.importers._common import (
     EPOCH,
     ensure_session,
@@ -225,8 +224,8 @@ _NO_CONTENT: dict[str, Any] = {}
 class _Slimmer:
     """Makes the slim entries of one file's read (:func:`_slim`), sharing what repeats.
 
-    Values that repeat (types, session ids, block lists without ids) are one object for every
-    entry; the parent id is the string object of the entry it names, read before it; ``cwd``,
+    Values that repeat (types, session ids, blocks and block lists without ids) are one object for
+    every entry (never written to); the parent id is the string object of the entry it names, read before it; ``cwd``,
     ``version``, ``gitBranch`` and ``sessionId`` are kept only where they change (the session
     takes the newest of the first three and the first session id, and a resumed read checks each
     value it meets, so the result is the same).
@@ -302,6 +301,8 @@ class _Slimmer:
             elif kind == "tool_result" and agent:
                 blocks.append({"type": kind, "tool_use_id": b.get("tool_use_id")})
                 plain = False
+            elif isinstance(kind, str):
+                blocks.append(self.shared.setdefault(("block", kind), {"type": kind}))
             else:
                 blocks.append({"type": kind})
         if not plain or not all(isinstance(b["type"], str) for b in blocks):
@@ -499,6 +500,22 @@ class _Links:
     logical: set[str] = field(default_factory=set)
 
 
+class _LineNumbers(Mapping[str, int]):
+    """uuid -> line number of a file's entries, read from them (no copy per entry)."""
+
+    def __init__(self, entries: Mapping[str, Line]) -> None:
+        self._entries = entries
+
+    def __getitem__(self, u: str) -> int:
+        return self._entries[u].number
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 def _is_boundary(data: Mapping[str, Any]) -> bool:
     return data.get("type") == "system" and data.get("subtype") == "compact_boundary"
 
@@ -531,7 +548,7 @@ def _link(
     inside = set(uuids)
     out = _Links()
     pred, extra = out.pred, out.extra
-    lines = {u: t.entries[u].number for u in uuids}
+    lines = _LineNumbers(t.entries)
 
     def stored(p: str) -> bool:
         return p in inside or p in known
@@ -594,7 +611,7 @@ def _relink_preserved(
         p = pred[u]
         if p is not None and t.entries[u].data.get("isCompactSummary") and p not in summary_of:
             summary_of[p] = u
-    position = {u: i for i, u in enumerate(uuids)}
+    position: dict[str, int] | None = None  # made for the first preserved segment
     for b in uuids:
         data = t.entries[b].data
         meta = data.get("compactMetadata")
@@ -622,6 +639,8 @@ def _relink_preserved(
             n = pred[n]
         kept.add(head)
         before = pred[head]
+        if position is None:
+            position = {u: i for i, u in enumerate(uuids)}
         if before is None or before in kept or before in (b, summary, to):
             # The file already re-linked the head: the replaced span ends at the newest entry
             # written before the boundary that is not kept.
@@ -743,15 +762,6 @@ def _newest_leaf(uuids: Sequence[str], pred: Mapping[str, Any]) -> str | None:
     return uuids[-1] if uuids else None
 
 
-def _branch_of(pred: Mapping[str, str | None], head: str | None) -> set[str]:
-    out: set[str] = set()
-    n = head
-    while n is not None and n in pred and n not in out:
-        out.add(n)
-        n = pred[n]
-    return out
-
-
 def _rewinds(
     t: _Transcript, uuids: Sequence[str], pred: Mapping[str, Any], head: str | None
 ) -> list[tuple[str, list[str]]]:
@@ -761,7 +771,8 @@ def _rewinds(
         p = pred[u]
         if isinstance(p, str) and _is_prompt(t.entries[u].data):
             prompts.setdefault(p, []).append(u)
-    on_head = _branch_of(pred, head)
+    forks = {k for kids in prompts.values() if len(kids) > 1 for k in kids}
+    on_head = _on_branch(pred, head, forks)
     out = []
     for point, kids in prompts.items():
         stamps = {k: str(t.entries[k].data.get("timestamp", "")) for k in kids}
@@ -774,6 +785,37 @@ def _rewinds(
     return out
 
 
+def _predecessors_first(uuids: Sequence[str], pred: Mapping[str, str | None]) -> Sequence[str]:
+    """``uuids`` with every entry after its predecessor: as given when they are so already.
+
+    A file's entries usually are (then no order is built); else :func:`_order` of them.
+    ``pred``'s keys are ``uuids``.
+    """
+    placed: set[str] = set()
+    for u in uuids:
+        p = pred[u]
+        if p is not None and p in pred and p not in placed:
+            return _order(uuids, pred)
+        placed.add(u)
+    return uuids
+
+
+def _on_branch(pred: Mapping[str, str | None], head: str | None, among: set[str]) -> set[str]:
+    """Which of ``among`` lie on the branch ending at ``head`` (``pred`` acyclic; bounded walk).
+
+    Only the entries asked about are kept, not the whole branch.
+    """
+    out: set[str] = set()
+    n = head
+    for _ in range(len(pred)):  # pred is acyclic: the walk ends at a root
+        if n is None or n not in pred:
+            break
+        if n in among:
+            out.add(n)
+        n = pred[n]
+    return out
+
+
 def _artifacts(
     t: _Transcript, uuids: Sequence[str], pred: Mapping[str, str | None], head: str | None
 ) -> set[str]:
@@ -783,34 +825,56 @@ def _artifacts(
     the one whose subtree was written last); every other child whose subtree holds no user prompt
     (a progress or hook entry, a parallel tool call's result, a retried reply) is an artifact, with
     its whole subtree. A sibling subtree holding a prompt is a user branch (a rewind, a re-prompt).
+
+    ``pred`` holds the predecessor of each of ``uuids`` (acyclic). Only forks keep their children:
+    what a subtree holds is summed up from the leaves in one pass, each entry's figures handed to
+    its predecessor and dropped, so a long branch holds no state per entry.
     """
-    order = _order(uuids, pred)
-    kids: dict[str, list[str]] = {}
-    for u in order:
+    parents: set[str] = set()
+    fork_points: set[str] = set()
+    for u in uuids:
         p = pred[u]
         if p is not None:
-            kids.setdefault(p, []).append(u)
-    prompt: dict[str, bool] = {}
-    newest: dict[str, int] = {}
+            if p in parents:
+                fork_points.add(p)
+            parents.add(p)
+    del parents
+    if not fork_points:
+        return set()
+    forks: dict[str, list[str]] = {}  # fork point -> its children, in order
+    for u in uuids:
+        p = pred[u]
+        if p in fork_points:
+            forks.setdefault(p, []).append(u)
+    at_fork = {c for below in forks.values() for c in below}
+    order = _predecessors_first(uuids, pred)
+    # (holds a prompt, newest line) of each subtree, handed up from the leaves
+    pending: dict[str, tuple[bool, int]] = {}
+    summary: dict[str, tuple[bool, int]] = {}
     for u in reversed(order):
-        below = kids.get(u, ())
-        prompt[u] = _is_prompt(t.entries[u].data) or any(prompt[c] for c in below)
-        newest[u] = max([t.entries[u].number, *(newest[c] for c in below)])
-    on_head = _branch_of(pred, head)
+        line = t.entries[u]
+        prompt, newest = _is_prompt(line.data), line.number
+        kids = pending.pop(u, None)
+        if kids is not None:
+            prompt, newest = prompt or kids[0], max(newest, kids[1])
+        if u in at_fork:
+            summary[u] = (prompt, newest)
+        p = pred[u]
+        if p is not None:
+            up = pending.get(p)
+            pending[p] = (prompt, newest) if up is None else (up[0] or prompt, max(up[1], newest))
+    on_head = _on_branch(pred, head, at_fork)
+    roots: set[str] = set()
+    for below in forks.values():
+        keep = next((c for c in below if c in on_head), None) or max(
+            below, key=lambda c: summary[c][1]
+        )
+        roots.update(c for c in below if c != keep and not summary[c][0])
     out: set[str] = set()
-    for p, below in kids.items():
-        if len(below) < 2 or p in out:
-            continue
-        keep = next((c for c in below if c in on_head), None) or max(below, key=newest.__getitem__)
-        for c in below:
-            if c == keep or prompt[c]:
-                continue
-            stack = [c]
-            while stack:
-                n = stack.pop()
-                if n not in out:
-                    out.add(n)
-                    stack.extend(kids.get(n, ()))
+    if roots:
+        for u in order:
+            if u in roots or pred[u] in out:
+                out.add(u)
     return out
 
 
@@ -973,6 +1037,71 @@ _CHUNK = 2_000
 """Nodes made into models and handed to the store at a time (one transaction holds every chunk)."""
 
 
+@dataclass
+class _Specs:
+    """The nodes a plan will write, held column by column: three references per node.
+
+    Most nodes have no extra metadata, no covers and their uuid as id, so those are kept only
+    where they differ; each :class:`_Spec` is made when its chunk is written.
+    """
+
+    uuids: list[str] = field(default_factory=list)
+    predecessors: list[str | None] = field(default_factory=list)
+    whens: list[datetime] = field(default_factory=list)
+    node_ids: dict[int, str] = field(default_factory=dict)
+    """Position -> node id, where it is not the uuid (entries kept apart)."""
+    extra: dict[int, dict[str, Any]] = field(default_factory=dict)
+    covers: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    ordered: bool = True
+    """Whether every node comes after its predecessor when that is one of these nodes."""
+
+    def append(self, spec: _Spec) -> None:
+        """Add ``spec`` after the others."""
+        i = len(self.uuids)
+        self.uuids.append(spec.uuid)
+        self.predecessors.append(spec.predecessor)
+        self.whens.append(spec.when)
+        if spec.node_id != spec.uuid:
+            self.node_ids[i] = spec.node_id
+        if spec.extra:
+            self.extra[i] = spec.extra
+        if spec.covers:
+            self.covers[i] = spec.covers
+
+    def __len__(self) -> int:
+        return len(self.uuids)
+
+    def spec(self, i: int) -> _Spec:
+        """The node at position ``i``."""
+        u = self.uuids[i]
+        return _Spec(
+            u,
+            self.node_ids.get(i, u),
+            self.predecessors[i],
+            self.whens[i],
+            self.extra.get(i, _NO_EXTRA),
+            self.covers.get(i, ()),
+        )
+
+    def __iter__(self) -> Iterator[_Spec]:
+        return (self.spec(i) for i in range(len(self.uuids)))
+
+    def chunks(self) -> Iterator[list[_Spec]]:
+        """The nodes in chunks the store can check on its own (:func:`_in_chunks`), made lazily.
+
+        In file order when that puts every predecessor first (the usual case), else as
+        :func:`_in_chunks` orders them. There is always at least one chunk (it moves the head).
+        """
+        if not self.ordered:
+            yield from _in_chunks(list(self))
+            return
+        n = len(self.uuids)
+        for start in range(0, n, _CHUNK):
+            yield [self.spec(i) for i in range(start, min(start + _CHUNK, n))]
+        if n == 0:
+            yield []
+
+
 def _in_chunks(specs: list[_Spec]) -> list[list[_Spec]]:
     """``specs`` predecessors first, cut into chunks each the store can check on its own.
 
@@ -998,26 +1127,26 @@ def _in_chunks(specs: list[_Spec]) -> list[list[_Spec]]:
 
 
 def _write_specs(
-    store: BaseStore, t: _Transcript, sid: str, specs: list[_Spec], head: str | None
+    store: BaseStore, t: _Transcript, sid: str, specs: _Specs, head: str | None
 ) -> int:
     """Make the planned nodes and add them chunk by chunk; return how many were added.
 
     Only one chunk's models and rows are held at a time, so the memory an import needs beyond the
     parsed file does not grow with the number of nodes. The head moves with the last chunk.
     """
-    added = 0
-    chunks = _in_chunks(specs)
     with paused_gc(len(specs) >= _CHUNK * 5):
-        added = _write_chunks(store, t, sid, chunks, head)
-    return added
+        return _write_chunks(store, t, sid, specs.chunks(), head)
 
 
 def _write_chunks(
-    store: BaseStore, t: _Transcript, sid: str, chunks: list[list[_Spec]], head: str | None
+    store: BaseStore, t: _Transcript, sid: str, chunks: Iterable[list[_Spec]], head: str | None
 ) -> int:
+    """Add each chunk's nodes in turn, the head moving with the last one; return how many were added."""
     added = 0
     with t.reading() as full:
-        for i, chunk in enumerate(chunks):
+        it = iter(chunks)
+        chunk = next(it, None)
+        while chunk is not None:
             nodes = []
             for spec in chunk:
                 node = _node(
@@ -1026,7 +1155,8 @@ def _write_chunks(
                 if spec.covers and node.kind is Kind.SUMMARY:
                     node = node.model_copy(update={"covers": spec.covers})
                 nodes.append(node)
-            if head is not None and i == len(chunks) - 1:
+            chunk = next(it, None)
+            if head is not None and chunk is None:
                 added += len(store.add_nodes(sid, nodes, head=head))
             else:
                 added += len(store.add_nodes(sid, nodes))
@@ -1045,12 +1175,14 @@ class _Plan:
     artifacts: set[str]
     nid: dict[str, str]
     """uuid -> the id the entry is stored under, for entries kept apart (``<uuid>@<session>``)."""
-    nodes: list[_Spec]
+    nodes: _Specs
     title: str
     meta: dict[str, Any]
     created_at: datetime
+    depends: list[str]
+    """Every node id the plan depends on (repeats allowed): what it read of the store is ``seen``."""
     seen: dict[str, str]
-    """What the plan read of the store: node id -> session, for every id it depends on."""
+    """Node id -> session, for those of ``depends`` stored when the plan read them."""
     report_marks: tuple[int, int, int, int]
 
 
@@ -1079,7 +1211,6 @@ def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
     main = [u for u in main if u not in copied]
     links = _link(t, main, known, copied, report)
     pred = links.pred
-    when = _times(t, main)
     head = _head(t, main)
     artifacts = _artifacts(t, main, pred, head)
     meta = _session_meta(t)
@@ -1094,8 +1225,14 @@ def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
     def nid(u: str) -> str:
         return apart.get(u, u)
 
-    new: list[_Spec] = []
+    new = _Specs()
+    placed: set[str] = set()
+    created_at: datetime | None = None
+    when = EPOCH  # each entry's time, as _times gives it
     for u in main:
+        when = parse_time(t.entries[u].data.get("timestamp"), when)
+        if created_at is None or when < created_at:
+            created_at = when
         if u in known or nid(u) in known:
             continue
         extra = links.extra.get(u, _NO_EXTRA)
@@ -1112,9 +1249,16 @@ def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
             if _is_boundary(t.entries[p].data) and boundary is not None:
                 cover = tuple(nid(c) if c in pred else c for c in _covers(pred, known, boundary))
         node_pred = nid(p) if p is not None and p in pred else p
-        new.append(_Spec(u, nid(u), node_pred, when[u], extra, cover))
+        if p is not None and p in pred and p not in placed and not (p in known or nid(p) in known):
+            new.ordered = False  # a node written before its predecessor's line
+        placed.add(u)
+        new.append(_Spec(u, nid(u), node_pred, when, extra, cover))
+    del placed
     dangling = {str(e["dangling_parent"]) for e in links.extra.values() if "dangling_parent" in e}
-    depends = set(fresh) | dangling | {n.node_id for n in new}
+    # Every new node is a fresh entry, stored under its uuid or kept apart: what the plan depends
+    # on is the fresh entries (located above), the apart ids and the dangling parents.
+    depends = fresh + list(new.node_ids.values()) + sorted(dangling)
+    seen = foreign | _located(store, depends[len(fresh) :])
     return _Plan(
         sid=sid,
         main=main,
@@ -1126,17 +1270,16 @@ def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
         nodes=new,
         title=_title(t, main),
         meta=meta,
-        created_at=min(when.values(), default=EPOCH),
-        seen=_holders(store, depends),
+        created_at=EPOCH if created_at is None else created_at,
+        depends=depends,
+        seen=seen,
         report_marks=marks,
     )
 
 
-def _holders(store: BaseStore, ids: Iterable[str]) -> dict[str, str]:
-    """Map each of ``ids`` to the session holding it (``""``: none)."""
-    wanted = list(ids)
-    found = store.locate(wanted)
-    return {i: str(found.get(NodeId(i), "")) for i in wanted}
+def _located(store: BaseStore, ids: Iterable[str]) -> dict[str, str]:
+    """Which session holds each of ``ids`` that is stored (the others are left out)."""
+    return {str(i): str(s) for i, s in store.locate(ids).items()}
 
 
 def _still_true(store: BaseStore, plan: _Plan, existed: bool) -> bool:
@@ -1147,7 +1290,7 @@ def _still_true(store: BaseStore, plan: _Plan, existed: bool) -> bool:
     """
     if store.has_session(plan.sid) != existed:
         return False
-    return _holders(store, plan.seen) == plan.seen
+    return _located(store, plan.depends) == plan.seen
 
 
 def _apply_main(
@@ -1245,7 +1388,7 @@ def _note_off_branch(
     report: FileReport,
 ) -> None:
     """Name the tool results left off the head's branch (the next turn follows another entry)."""
-    on_head = _branch_of(pred, head)
+    on_head = _on_branch(pred, head, {p for u in artifacts if (p := pred.get(u)) is not None})
     off = [
         f"{u} (line {t.entries[u].number})"
         for u in uuids
