@@ -86,7 +86,7 @@ from graph.models import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from graph.store.base import BaseStore, paused_gc
+from graph.store.base import BaseStore, node_of_fields, paused_gc
 
 __all__ = ["FORMAT", "agent_files", "import_file", "is_agent_file"]
 
@@ -472,15 +472,18 @@ def _node(
             role = Role.TOOL
         else:
             role = Role.USER
-    return Node(
-        id=node_id or data["uuid"],
-        session_id=sid,
-        predecessor=predecessor,
-        kind=kind,
-        role=role,
-        content=content,
-        created_at=when,
-        metadata=meta,
+    return node_of_fields(
+        {
+            "id": node_id or data["uuid"],
+            "session_id": sid,
+            "predecessor": predecessor,
+            "kind": kind,
+            "role": role,
+            "content": content,
+            "created_at": when,
+            "metadata": meta,
+            "covers": (),
+        }
     )
 
 

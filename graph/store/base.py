@@ -66,7 +66,6 @@ from graph.models import (
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
-    content_text,
     from_micros,
     to_micros,
     utcnow,
@@ -80,6 +79,7 @@ __all__ = [
     "NodeRow",
     "SessionFilter",
     "SessionStats",
+    "node_of_fields",
     "paused_gc",
     "pending_walk_index",
     "pending_walk_query",
@@ -373,6 +373,21 @@ def _appended_node(values: dict[str, Any]) -> Node:
     return Node(**values)
 
 
+def node_of_fields(values: dict[str, Any]) -> Node:
+    """A :class:`Node` of prepared field values (an importer's), validated only where it could fail.
+
+    Args:
+        values: Every field of :class:`Node` in field order (``id`` to ``covers``), kind and role
+            as their enums, content a ``str`` or a tuple of blocks. Values already of the field
+            types are kept as they are (the metadata dict is not copied); anything else goes through
+            ``Node``'s validation.
+
+    Raises:
+        pydantic.ValidationError: a value that is not what ``Node`` holds.
+    """
+    return _appended_node(values)
+
+
 _DIRECT_READ = (
     100  # nodes() of at most this many ids, with no index cached, reads rows, builds none
 )
@@ -382,12 +397,24 @@ _GC_PAUSE_AT = 10_000  # add_nodes batches this large run with the cyclic GC pau
 _EMPTY_METADATA = encode({})  # most nodes carry none: encoding it costs a third of a row
 
 
+def _is_empty(content: Content) -> bool:
+    """Whether ``content`` holds no text (``content_text`` blank), without joining its blocks."""
+    if isinstance(content, str):
+        return not content.strip()
+    return not any(
+        b.text.strip() for b in content if isinstance(b, TextBlock | ToolResultBlock) and b.text
+    )
+
+
 def _row_of(node: Node) -> NodeRow:
-    meta = {k: v for k, v in node.metadata.items() if k not in ("written", "rewound")}
+    meta = node.metadata
+    if type(meta) is not dict or "written" in meta or "rewound" in meta:
+        # written and rewound are the store's own keys, kept in their tables
+        meta = {k: v for k, v in meta.items() if k not in ("written", "rewound")}
     bits = node_bits(
         node.kind,
         node.role,
-        empty=not content_text(node.content).strip(),
+        empty=_is_empty(node.content),
         scheduled=bool(meta.get("scheduled")),
         artifact=bool(meta.get("artifact")),
     )
