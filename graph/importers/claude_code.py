@@ -59,7 +59,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import orjson
 
@@ -92,6 +92,9 @@ __all__ = ["FORMAT", "agent_files", "import_file", "is_agent_file"]
 
 FORMAT = "claude-code"
 """The format name :func:`graph.importers.detect_format` gives these files."""
+
+# Entries are parsed JSON, so their objects are dicts: the rules test ``isinstance(x, dict)``, which
+# costs a fraction of an ABC ``Mapping`` check, once per field read of every entry.
 
 _TITLE_TYPES = ("custom-title", "ai-title")
 _ENTRY_TYPES = {"summary", "file-history-snapshot", "queue-operation", "last-prompt", "mode"}
@@ -225,10 +228,10 @@ class _Slimmer:
     """Makes the slim entries of one file's read (:func:`_slim`), sharing what repeats.
 
     Values that repeat (types, session ids, blocks and block lists without ids) are one object for
-    every entry (never written to); the parent id is the string object of the entry it names, read before it; ``cwd``,
-    ``version``, ``gitBranch`` and ``sessionId`` are kept only where they change (the session
-    takes the newest of the first three and the first session id, and a resumed read checks each
-    value it meets, so the result is the same).
+    every entry (never written to); the parent id is the string object of the entry it names, read
+    before it; ``cwd``, ``version``, ``gitBranch`` and ``sessionId`` are kept only where they change
+    (the session takes the newest of the first three and the first session id, and a resumed read
+    checks each value it meets, so the result is the same).
     """
 
     def __init__(self) -> None:
@@ -257,18 +260,18 @@ class _Slimmer:
             if v and self.origin.get(key) != v:
                 out[key] = self.origin[key] = v
         result = data.get("toolUseResult")
-        agent = result.get("agentId") if isinstance(result, Mapping) else None
+        agent = result.get("agentId") if isinstance(result, dict) else None
         if agent:
             out["toolUseResult"] = {"agentId": agent}
         d = data.get("data")
-        if isinstance(d, Mapping):
+        if isinstance(d, dict):
             kept = tuple((k, d[k]) for k in ("type", "agentId") if k in d)
             if all(isinstance(v, str) for _, v in kept):
                 out["data"] = self.shared.setdefault(("data", kept), dict(kept))
             else:
                 out["data"] = dict(kept)
         message = data.get("message")
-        if isinstance(message, Mapping):
+        if isinstance(message, dict):
             out["message"] = self._message(message.get("content"), bool(agent))
         return out
 
@@ -286,7 +289,7 @@ class _Slimmer:
         blocks: list[dict[str, Any]] = []
         plain = True
         for b in content:
-            if not isinstance(b, Mapping):
+            if not isinstance(b, dict):
                 continue
             kind = self._one(b.get("type")) if isinstance(b.get("type"), str) else b.get("type")
             if kind == "tool_use":
@@ -294,7 +297,7 @@ class _Slimmer:
                 block: dict[str, Any] = {"type": kind, "id": b.get("id")}
                 block["name"] = self._one(name) if isinstance(name, str) else name
                 args = b.get("input")
-                if name in ("Task", "Agent") and isinstance(args, Mapping):
+                if name in ("Task", "Agent") and isinstance(args, dict):
                     block["input"] = {"prompt": args["prompt"]} if "prompt" in args else {}
                 blocks.append(block)
                 plain = False
@@ -355,7 +358,7 @@ def _flatten(content: Any) -> str:
     if isinstance(content, list):
         parts = []
         for b in content:
-            if isinstance(b, Mapping):
+            if isinstance(b, dict):
                 if b.get("type") == "text":
                     parts.append(str(b.get("text", "")))
                 elif b.get("type") == "image":
@@ -364,6 +367,24 @@ def _flatten(content: Any) -> str:
                 parts.append(b)
         return "\n".join(parts)
     return "" if content is None else orjson.dumps(content).decode()
+
+
+_B = TypeVar("_B", TextBlock, ToolCallBlock, ToolResultBlock)
+
+
+def _block(model: type[_B], **fields: Any) -> _B:
+    """``model(**fields)``, built directly instead of validated (most of a block's making time).
+
+    ``fields`` are the block's fields after ``type``, in field order, each already of its declared
+    type (``str``, ``bool``; a tool call's arguments are parsed JSON): all the validation checks.
+    """
+    block = model.__new__(model)
+    values = {"type": model.model_fields["type"].default, **fields}
+    object.__setattr__(block, "__dict__", values)
+    object.__setattr__(block, "__pydantic_fields_set__", set(values))
+    object.__setattr__(block, "__pydantic_extra__", None)
+    object.__setattr__(block, "__pydantic_private__", None)
+    return block
 
 
 def _content(message: Mapping[str, Any]) -> tuple[Content, list[str], list[Any]]:
@@ -375,21 +396,25 @@ def _content(message: Mapping[str, Any]) -> tuple[Content, list[str], list[Any]]
     thinking: list[str] = []
     other: list[Any] = []
     for b in raw if isinstance(raw, list) else []:
-        if not isinstance(b, Mapping):
+        if not isinstance(b, dict):
             other.append(b)
             continue
         kind = b.get("type")
         if kind == "text":
-            blocks.append(TextBlock(text=str(b.get("text", ""))))
+            blocks.append(_block(TextBlock, text=str(b.get("text", ""))))
         elif kind == "tool_use":
             blocks.append(
-                ToolCallBlock(
-                    id=str(b.get("id", "")), name=str(b.get("name", "")), arguments=b.get("input")
+                _block(
+                    ToolCallBlock,
+                    id=str(b.get("id", "")),
+                    name=str(b.get("name", "")),
+                    arguments=b.get("input"),
                 )
             )
         elif kind == "tool_result":
             blocks.append(
-                ToolResultBlock(
+                _block(
+                    ToolResultBlock,
                     call_id=str(b.get("tool_use_id", "")),
                     text=_flatten(b.get("content")),
                     is_error=bool(b.get("is_error", False)),
@@ -411,12 +436,12 @@ def _is_prompt(data: Mapping[str, Any]) -> bool:
     if data.get("type") != "user" or data.get("isMeta") or data.get("isCompactSummary"):
         return False
     message = data.get("message")
-    content = message.get("content") if isinstance(message, Mapping) else None
+    content = message.get("content") if isinstance(message, dict) else None
     if isinstance(content, str):
         return bool(content.strip())
     if not isinstance(content, list):
         return False
-    kinds = {b.get("type") for b in content if isinstance(b, Mapping)}
+    kinds = {b.get("type") for b in content if isinstance(b, dict)}
     return "text" in kinds and "tool_result" not in kinds
 
 
@@ -429,7 +454,7 @@ def _event_text(data: Mapping[str, Any]) -> str:
         return f"{subtype}: {text}" if subtype and text else text or str(subtype or "system")
     if kind == "progress":
         d = data.get("data")
-        if isinstance(d, Mapping):
+        if isinstance(d, dict):
             what = d.get("hookName") or d.get("command") or d.get("agentId") or ""
             return f"{d.get('type', 'progress')} {what}".strip()
     return kind
@@ -444,15 +469,18 @@ def _node(
     node_id: str | None = None,
 ) -> Node:
     data = line.data
-    meta: dict[str, Any] = {k: v for k, v in data.items() if k not in ("uuid", "parentUuid")}
+    meta = dict(data)  # a copy, then pops: the order of the fields left, at C speed
+    meta.pop("uuid", None)
+    meta.pop("parentUuid", None)
     meta["line"] = line.number
     meta.update(extra)
     kind, role = Kind.EVENT, Role.SYSTEM
     content: Content = _event_text(data)
     message = data.get("message")
-    if data.get("type") in ("user", "assistant") and isinstance(message, Mapping):
+    if data.get("type") in ("user", "assistant") and isinstance(message, dict):
         content, thinking, other = _content(message)
-        meta["message"] = {k: v for k, v in message.items() if k != "content"}
+        kept = meta["message"] = dict(message)
+        kept.pop("content", None)
         if thinking:
             meta["thinking"] = thinking
         if other:
@@ -618,8 +646,8 @@ def _relink_preserved(
     for b in uuids:
         data = t.entries[b].data
         meta = data.get("compactMetadata")
-        seg = meta.get("preservedSegment") if isinstance(meta, Mapping) else None
-        if not _is_boundary(data) or not isinstance(seg, Mapping):
+        seg = meta.get("preservedSegment") if isinstance(meta, dict) else None
+        if not _is_boundary(data) or not isinstance(seg, dict):
             continue
         head, tail, anchor = seg.get("headUuid"), seg.get("tailUuid"), seg.get("anchorUuid")
         if not isinstance(head, str) or head not in pred or head == b:
@@ -1357,10 +1385,10 @@ def _fork_source(
     """
     for u in reversed(uuids):
         ff = t.entries[u].data.get("forkedFrom")
-        if isinstance(ff, Mapping) and isinstance(ff.get("sessionId"), str):
+        if isinstance(ff, dict) and isinstance(ff.get("sessionId"), str):
             return {"session": str(ff["sessionId"]), "node": str(ff.get("messageUuid", ""))}
-    for u in uuids:
-        ff = links.extra.get(u, {}).get("forked_from")
+    for u in uuids if links.extra else ():
+        ff = links.extra.get(u, _NO_EXTRA).get("forked_from")
         if isinstance(ff, dict):
             return {"session": str(ff["session"]), "node": str(ff["node"])}
     if copied:
@@ -1406,9 +1434,9 @@ def _note_off_branch(
 
 def _is_tool_result(data: Mapping[str, Any]) -> bool:
     message = data.get("message")
-    content = message.get("content") if isinstance(message, Mapping) else None
+    content = message.get("content") if isinstance(message, dict) else None
     return isinstance(content, list) and any(
-        isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
     )
 
 
@@ -1448,23 +1476,23 @@ def _tool_calls(t: _Transcript, uuids: Sequence[str]) -> dict[str, Any]:
     for u in uuids:
         data = t.entries[u].data
         message = data.get("message")
-        blocks = message.get("content") if isinstance(message, Mapping) else None
+        blocks = message.get("content") if isinstance(message, dict) else None
         for b in blocks if isinstance(blocks, list) else []:
-            if not isinstance(b, Mapping):
+            if not isinstance(b, dict):
                 continue
             if b.get("type") == "tool_use":
                 calls["tool_use"][b.get("id")] = u
                 args = b.get("input")
-                if b.get("name") in ("Task", "Agent") and isinstance(args, Mapping):
+                if b.get("name") in ("Task", "Agent") and isinstance(args, dict):
                     calls["task_order"].append((t.entries[u].number, u))
                     if isinstance(args.get("prompt"), str):
                         calls["prompt"][args["prompt"].strip()] = u
             elif b.get("type") == "tool_result":
                 result = data.get("toolUseResult")
-                if isinstance(result, Mapping) and result.get("agentId"):
+                if isinstance(result, dict) and result.get("agentId"):
                     calls["agent"][str(result["agentId"])] = b.get("tool_use_id")
         d = data.get("data")
-        if data.get("type") == "progress" and isinstance(d, Mapping) and d.get("agentId"):
+        if data.get("type") == "progress" and isinstance(d, dict) and d.get("agentId"):
             use = data.get("parentToolUseID") or data.get("toolUseID")
             calls["agent"].setdefault(str(d["agentId"]), use)
     return calls
@@ -1648,7 +1676,7 @@ def _note_missing_agents(t: _Transcript, main: Sequence[str], report: FileReport
     seen: list[str] = []
     for u in main:
         d = t.entries[u].data.get("data")
-        if isinstance(d, Mapping) and d.get("type") == "agent_progress" and d.get("agentId"):
+        if isinstance(d, dict) and d.get("type") == "agent_progress" and d.get("agentId"):
             a = str(d["agentId"])
             if a not in linked and a not in seen:
                 seen.append(a)
@@ -1672,12 +1700,12 @@ def _lite(data: Mapping[str, Any]) -> dict[str, Any]:
     """
     out = {k: data[k] for k in ("type", "subtype", "timestamp", "isMeta") if k in data}
     message = data.get("message")
-    if isinstance(message, Mapping):
+    if isinstance(message, dict):
         content = message.get("content")
         if isinstance(content, str):
             out["message"] = {"content": "x" if content.strip() else ""}
         elif isinstance(content, list):
-            kinds = [{"type": b.get("type")} for b in content if isinstance(b, Mapping)]
+            kinds = [{"type": b.get("type")} for b in content if isinstance(b, dict)]
             out["message"] = {"content": kinds}
         else:
             out["message"] = {}
@@ -1715,14 +1743,14 @@ def _settled(
     stored (a summary names the session once its leaf arrives). ``entries`` are the lines without
     a uuid (as stored in the metadata, or their data); ``inside`` holds the uuids read with them.
     """
-    if any(isinstance(e, Mapping) and e.get("type") in _TITLE_TYPES for e in entries):
+    if any(isinstance(e, dict) and e.get("type") in _TITLE_TYPES for e in entries):
         return True
     if not title:
         return False
     leaves = {
         e.get("leafUuid")
         for e in entries
-        if isinstance(e, Mapping) and e.get("type") == "summary" and e.get("leafUuid") not in inside
+        if isinstance(e, dict) and e.get("type") == "summary" and e.get("leafUuid") not in inside
     }
     if not leaves:
         return True
@@ -1899,15 +1927,13 @@ def _update_session(
     entries = [
         e
         for e in recorded
-        if not (
-            isinstance(e, Mapping) and isinstance(e.get("line"), int) and e["line"] > read_before
-        )
+        if not (isinstance(e, dict) and isinstance(e.get("line"), int) and e["line"] > read_before)
     ]
     if new.other or len(entries) != len(recorded):
-        seen = {e.get("line") for e in entries if isinstance(e, Mapping)}
+        seen = {e.get("line") for e in entries if isinstance(e, dict)}
         entries += [{"line": o.number, **o.data} for o in new.other if o.number not in seen]
         meta["entries"] = entries
-    forked = [u for u in added if isinstance(window.entries[u].data.get("forkedFrom"), Mapping)]
+    forked = [u for u in added if isinstance(window.entries[u].data.get("forkedFrom"), dict)]
     source = _fork_source(window, forked or added, links, copied) if forked or copied else None
     if source is not None:
         meta["forked_from"] = source
@@ -1925,13 +1951,11 @@ def _update_session(
             if title:
                 break
     titled = any(
-        isinstance(e, Mapping) and e.get("type") in _TITLE_TYPES for e in meta.get("entries", ())
+        isinstance(e, dict) and e.get("type") in _TITLE_TYPES for e in meta.get("entries", ())
     )
     if not title and not titled:  # a summary names the session only when no title entry does
         summaries = [
-            e
-            for e in meta.get("entries", ())
-            if isinstance(e, Mapping) and e.get("type") == "summary"
+            e for e in meta.get("entries", ()) if isinstance(e, dict) and e.get("type") == "summary"
         ]
         leaves = {str(e["leafUuid"]) for e in summaries if isinstance(e.get("leafUuid"), str)}
         stored = {u for u, s in store.locate(leaves).items() if s == sid} if leaves else set()
