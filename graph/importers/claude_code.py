@@ -213,8 +213,9 @@ _KEPT = (
 _FLAGS = ("isMeta", "isCompactSummary", "isSidechain")
 """Flags the rules read by truth: kept only when set."""
 
-_SHARED = frozenset(("type", "subtype"))
-"""Kept fields whose values repeat from entry to entry: one string object serves them all."""
+_SHARED = frozenset(("type", "subtype", "parentUuid"))
+"""Kept fields whose values repeat from entry to entry (a parent id is the entry before's uuid):
+one string object serves them all."""
 
 _CHANGES = ("cwd", "version", "gitBranch", "sessionId")
 """Entry fields kept in a slim entry only where their value changes from the entry before."""
@@ -238,27 +239,27 @@ class _Slimmer:
         self.shared: dict[Any, Any] = {}
         self.origin: dict[str, Any] = {}
 
-    def _one(self, v: Any) -> Any:
-        return self.shared.setdefault(v, v)
-
     def slim(self, data: Mapping[str, Any]) -> dict[str, Any]:
         """What the rules read of an entry (see :class:`_Slimmer` and :func:`_slim_message`)."""
+        shared = self.shared
         out: dict[str, Any] = {}
         for k in _KEPT:
             if k in data:
                 v = data[k]
-                if isinstance(v, str) and (k in _SHARED or k == "parentUuid"):
-                    v = self._one(v)
+                if k in _SHARED and isinstance(v, str):
+                    v = shared.setdefault(v, v)
                 out[k] = v
-        if isinstance(data.get("uuid"), str):
-            self.shared.setdefault(data["uuid"], data["uuid"])  # the parent of the next entry
+        uid = data.get("uuid")
+        if isinstance(uid, str):
+            shared.setdefault(uid, uid)  # the parent of the next entry
         for k in _FLAGS:
             if data.get(k):
                 out[k] = data[k]
+        origin = self.origin
         for key in _CHANGES:
             v = data.get(key)
-            if v and self.origin.get(key) != v:
-                out[key] = self.origin[key] = v
+            if v and origin.get(key) != v:
+                out[key] = origin[key] = v
         result = data.get("toolUseResult")
         agent = result.get("agentId") if isinstance(result, dict) else None
         if agent:
@@ -267,7 +268,7 @@ class _Slimmer:
         if isinstance(d, dict):
             kept = tuple((k, d[k]) for k in ("type", "agentId") if k in d)
             if all(isinstance(v, str) for _, v in kept):
-                out["data"] = self.shared.setdefault(("data", kept), dict(kept))
+                out["data"] = shared.setdefault(("data", kept), dict(kept))
             else:
                 out["data"] = dict(kept)
         message = data.get("message")
@@ -286,34 +287,42 @@ class _Slimmer:
             return _TEXT if content.strip() else _NO_TEXT
         if not isinstance(content, list):
             return _NO_CONTENT
+        shared = self.shared
         blocks: list[dict[str, Any]] = []
         plain = True
         for b in content:
             if not isinstance(b, dict):
                 continue
-            kind = self._one(b.get("type")) if isinstance(b.get("type"), str) else b.get("type")
-            if kind == "tool_use":
-                name = b.get("name")
-                block: dict[str, Any] = {"type": kind, "id": b.get("id")}
-                block["name"] = self._one(name) if isinstance(name, str) else name
-                args = b.get("input")
-                if name in ("Task", "Agent") and isinstance(args, dict):
-                    block["input"] = {"prompt": args["prompt"]} if "prompt" in args else {}
-                blocks.append(block)
-                plain = False
-            elif kind == "tool_result" and agent:
-                blocks.append({"type": kind, "tool_use_id": b.get("tool_use_id")})
-                plain = False
-            elif isinstance(kind, str):
-                blocks.append(self.shared.setdefault(("block", kind), {"type": kind}))
+            kind = b.get("type")
+            if isinstance(kind, str):
+                kind = shared.setdefault(kind, kind)
+                if kind == "tool_use":
+                    name = b.get("name")
+                    block: dict[str, Any] = {"type": kind, "id": b.get("id")}
+                    block["name"] = shared.setdefault(name, name) if isinstance(name, str) else name
+                    args = b.get("input")
+                    if name in ("Task", "Agent") and isinstance(args, dict):
+                        block["input"] = {"prompt": args["prompt"]} if "prompt" in args else {}
+                    blocks.append(block)
+                    plain = False
+                elif kind == "tool_result" and agent:
+                    blocks.append({"type": kind, "tool_use_id": b.get("tool_use_id")})
+                    plain = False
+                else:
+                    one = shared.get(("block", kind))
+                    if one is None:
+                        one = shared[("block", kind)] = {"type": kind}
+                    blocks.append(one)
             else:
                 blocks.append({"type": kind})
-        if not plain or not all(isinstance(b["type"], str) for b in blocks):
+                plain = False
+        if not plain:
             return {"content": blocks}
         key = ("blocks", *(b["type"] for b in blocks))
-        if key not in self.shared:
-            self.shared[key] = {"content": blocks}
-        return self.shared[key]  # type: ignore[no-any-return]
+        one = shared.get(key)
+        if one is None:
+            one = shared[key] = {"content": blocks}
+        return one
 
 
 def is_agent_file(path: Path) -> bool:
@@ -1041,7 +1050,7 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
                         order,
                         pred,
                         agents=_agent_signatures(path),
-                        origin=_origin(t.entries.values()),
+                        origin=plan.origin,
                         settled=_settled(store, store.session(sid).title, others, t.entries)
                         and not _past(t.other, position),
                     )
@@ -1214,6 +1223,8 @@ class _Plan:
     """Every node id the plan depends on (repeats allowed): what it read of the store is ``seen``."""
     seen: dict[str, str]
     """Node id -> session, for those of ``depends`` stored when the plan read them."""
+    origin: dict[str, Any]
+    """The newest ``cwd``, ``version`` and ``gitBranch`` of the file's entries (:func:`_origin`)."""
     report_marks: tuple[int, int, int, int]
 
 
@@ -1232,19 +1243,24 @@ def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
     """Work out a session file's import from reads of the store: links, repairs, nodes, metadata."""
     marks = _report_marks(report)
     sid = t.session_id
-    main = [u for u, line in t.entries.items() if not line.data.get("isSidechain")]
-    side = [u for u, line in t.entries.items() if line.data.get("isSidechain")]
+    main: list[str] = []
+    side: list[str] = []
+    for u, line in t.entries.items():
+        (side if line.data.get("isSidechain") else main).append(u)
     known = stored_ids(store, sid)
-    fresh = [u for u in main if u not in known and f"{u}@{sid}" not in known]
+    # (a session stored before is re-read: only then can an entry be stored, or kept apart)
+    fresh = [u for u in main if u not in known and f"{u}@{sid}" not in known] if known else main
     foreign = _foreign(store, fresh)
     copied, apart = _copies(store, t, sid, foreign, report) if fresh else ({}, {})
-    apart |= {u: f"{u}@{sid}" for u in main if f"{u}@{sid}" in known}  # kept apart before
+    if known:
+        apart |= {u: f"{u}@{sid}" for u in main if f"{u}@{sid}" in known}  # kept apart before
     main = [u for u in main if u not in copied]
     links = _link(t, main, known, copied, report)
     pred = links.pred
     head = _head(t, main)
     artifacts = _artifacts(t, main, pred, head)
-    meta = _session_meta(t)
+    origin = _origin(t.entries.values())
+    meta = _session_meta(t, origin)
     source = _fork_source(t, main, links, copied)
     if source is not None:
         meta["forked_from"] = source
@@ -1260,14 +1276,14 @@ def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
     placed: set[str] = set()
     created_at: datetime | None = None
     when = EPOCH  # each entry's time, as _times gives it
+    entries, extras = t.entries, links.extra
     for u in main:
-        when = parse_time(t.entries[u].data.get("timestamp"), when)
+        when = parse_time(entries[u].data.get("timestamp"), when)
         if created_at is None or when < created_at:
             created_at = when
-        if u in known or nid(u) in known:
+        if known and (u in known or nid(u) in known):
             continue
-        extra = links.extra.get(u, _NO_EXTRA)
-        p = pred[u]
+        extra = extras.get(u, _NO_EXTRA)
         if u in apart or u in artifacts:
             extra = dict(extra)
             if u in apart:
@@ -1275,15 +1291,16 @@ def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
             if u in artifacts:
                 extra["artifact"] = True
         cover: tuple[str, ...] = ()
-        if p is not None and p in t.entries:
-            boundary = pred.get(p)
-            if _is_boundary(t.entries[p].data) and boundary is not None:
+        p = node_pred = pred[u]
+        if p is not None and p in pred:  # an entry of this import
+            node_pred = nid(p)
+            boundary = pred[p]
+            if boundary is not None and _is_boundary(entries[p].data):
                 cover = tuple(nid(c) if c in pred else c for c in _covers(pred, known, boundary))
-        node_pred = nid(p) if p is not None and p in pred else p
-        if p is not None and p in pred and p not in placed and not (p in known or nid(p) in known):
-            new.ordered = False  # a node written before its predecessor's line
+            if p not in placed and not (known and (p in known or nid(p) in known)):
+                new.ordered = False  # a node written before its predecessor's line
         placed.add(u)
-        new.append(_Spec(u, nid(u), node_pred, when, extra, cover))
+        new.append(_Spec(u, apart.get(u, u), node_pred, when, extra, cover))
     del placed
     dangling = {str(e["dangling_parent"]) for e in links.extra.values() if "dangling_parent" in e}
     # Every new node is a fresh entry, stored under its uuid or kept apart: what the plan depends
@@ -1304,6 +1321,7 @@ def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
         created_at=EPOCH if created_at is None else created_at,
         depends=depends,
         seen=seen,
+        origin=origin,
         report_marks=marks,
     )
 
@@ -1383,8 +1401,9 @@ def _fork_source(
     The newest ``forkedFrom`` an entry carries (``/branch``), else the copied entry the first new
     entry follows (``--fork-session`` and resumed copies keep the uuids).
     """
+    entries = t.entries
     for u in reversed(uuids):
-        ff = t.entries[u].data.get("forkedFrom")
+        ff = entries[u].data.get("forkedFrom")
         if isinstance(ff, dict) and isinstance(ff.get("sessionId"), str):
             return {"session": str(ff["sessionId"]), "node": str(ff.get("messageUuid", ""))}
     for u in uuids if links.extra else ():
@@ -1460,12 +1479,9 @@ def _title(t: _Transcript, main: Sequence[str]) -> str:
     return ""
 
 
-def _session_meta(t: _Transcript) -> dict[str, Any]:
-    meta: dict[str, Any] = {"runtime": FORMAT, "path": str(t.path)}
-    for line in t.entries.values():
-        for key, name in (("cwd", "cwd"), ("version", "version"), ("gitBranch", "git_branch")):
-            if line.data.get(key):
-                meta[name] = line.data[key]
+def _session_meta(t: _Transcript, origin: Mapping[str, Any]) -> dict[str, Any]:
+    """The session metadata: runtime, path, the entries' ``origin`` (:func:`_origin`), the rest."""
+    meta: dict[str, Any] = {"runtime": FORMAT, "path": str(t.path), **origin}
     meta["entries"] = [{"line": line.number, **line.data} for line in t.other]
     return meta
 

@@ -346,6 +346,7 @@ def _construct_node(values: dict[str, Any]) -> Node:
 
 
 _BLOCK_TYPES = frozenset({TextBlock, ToolCallBlock, ToolResultBlock, ImageBlock})
+_STR = frozenset({str})
 
 
 def _appended_node(values: dict[str, Any]) -> Node:
@@ -366,8 +367,8 @@ def _appended_node(values: dict[str, Any]) -> Node:
         and type(values["session_id"]) is str
         and (predecessor is None or type(predecessor) is str)
         and type(values["created_at"]) is datetime
-        and (type(content) is str or all(type(b) in _BLOCK_TYPES for b in content))
-        and (not metadata or all(type(k) is str for k in metadata))
+        and (type(content) is str or set(map(type, content)) <= _BLOCK_TYPES)
+        and set(map(type, metadata)) <= _STR
     ):
         return _construct_node(values)
     return Node(**values)
@@ -495,6 +496,14 @@ class BaseStore(ABC):
     @abstractmethod
     def _db_session(self, session_id: str) -> Session:
         """Read one session (raises UnknownSessionError)."""
+
+    def _db_head(self, session_id: str) -> str | None:
+        """Read one session's head alone (raises UnknownSessionError).
+
+        A backend reads the one column: the whole session row (its metadata can hold a transcript's
+        every non-node entry) is decoded for nothing otherwise, once per batch of an import.
+        """
+        return self._db_session(session_id).head
 
     @abstractmethod
     def _db_sessions(
@@ -1086,7 +1095,7 @@ class BaseStore(ABC):
             UnknownSessionError: the session does not exist.
         """
         idx = SessionIndex(session_id)
-        idx.head = self._db_session(session_id).head
+        idx.head = self._db_head(session_id)
         ids = [n.id for n in batch]
         stored = self._db_rows(ids)
         mine = set(ids)
@@ -1141,10 +1150,12 @@ class BaseStore(ABC):
         newest = max((r.created_at for r in ordered), default=None)
         new_head = idx.head if head is HEAD else head
         idx.rev = self._db_update_session(sid, new_head, newest)
-        for r in ordered:
-            idx.add(r.id, r.predecessor, r.bits)
-            if r.covers:
-                idx.covers[r.id] = r.covers
+        if stored is None or self._cache.get(sid) is idx:
+            # (a batch's partial index, given with its stored rows, is dropped once it is checked)
+            for r in ordered:
+                idx.add(r.id, r.predecessor, r.bits)
+                if r.covers:
+                    idx.covers[r.id] = r.covers
         idx.head = new_head
         return [models[n] for n in order]
 
