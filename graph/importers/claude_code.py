@@ -484,9 +484,11 @@ def _node(
     meta["line"] = line.number
     meta.update(extra)
     kind, role = Kind.EVENT, Role.SYSTEM
-    content: Content = _event_text(data)
+    content: Content
     message = data.get("message")
-    if data.get("type") in ("user", "assistant") and isinstance(message, dict):
+    if not (data.get("type") in ("user", "assistant") and isinstance(message, dict)):
+        content = _event_text(data)
+    else:
         content, thinking, other = _content(message)
         kept = meta["message"] = dict(message)
         kept.pop("content", None)
@@ -720,6 +722,10 @@ def _cut_cycles(links: _Links, lines: Mapping[str, int], report: FileReport) -> 
     for start in pred:
         if start in done:
             continue
+        p = pred[start]
+        if p is None or p in done or p not in pred:  # the usual entry: after one already walked
+            done.add(start)
+            continue
         path: list[str] = []
         on_path: dict[str, int] = {}
         n: str | None = start
@@ -807,9 +813,11 @@ def _rewinds(
 ) -> list[tuple[str, list[str]]]:
     """(fork point, abandoned children) for every rewind among ``uuids``."""
     prompts: dict[str, list[str]] = {}
+    entries = t.entries
     for u in uuids:
         p = pred[u]
-        if isinstance(p, str) and _is_prompt(t.entries[u].data):
+        data = entries[u].data
+        if isinstance(p, str) and data.get("type") == "user" and _is_prompt(data):
             prompts.setdefault(p, []).append(u)
     forks = {k for kids in prompts.values() if len(kids) > 1 for k in kids}
     on_head = _on_branch(pred, head, forks)
@@ -1136,8 +1144,25 @@ class _Specs:
             yield from _in_chunks(list(self))
             return
         n = len(self.uuids)
+        preds, whens, ids, extra, covers = (
+            self.predecessors,
+            self.whens,
+            self.node_ids,
+            self.extra,
+            self.covers,
+        )
         for start in range(0, n, _CHUNK):
-            yield [self.spec(i) for i in range(start, min(start + _CHUNK, n))]
+            yield [
+                _Spec(
+                    u,
+                    ids.get(i, u),
+                    preds[i],
+                    whens[i],
+                    extra.get(i, _NO_EXTRA),
+                    covers.get(i, ()),
+                )
+                for i, u in enumerate(self.uuids[start : start + _CHUNK], start)
+            ]
         if n == 0:
             yield []
 
@@ -1421,10 +1446,11 @@ def _boundaries(
 ) -> list[tuple[str, str]]:
     """(timestamp, logical parent) of each compaction boundary, in file order."""
     out = []
+    entries = t.entries
     for u in uuids:
-        data = t.entries[u].data
+        data = entries[u].data
         logical = data.get("logicalParentUuid")
-        if _is_boundary(data) and isinstance(logical, str) and logical in pred:
+        if isinstance(logical, str) and _is_boundary(data) and logical in pred:
             out.append((str(data.get("timestamp", "")), logical))
     return out
 
