@@ -59,11 +59,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import orjson
 
-from graph.ids import NodeId
 from graph.importers._common import (
     EPOCH,
     ensure_session,
@@ -87,12 +86,15 @@ from graph.models import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from graph.store.base import BaseStore, paused_gc
+from graph.store.base import BaseStore, node_of_fields, paused_gc
 
 __all__ = ["FORMAT", "agent_files", "import_file", "is_agent_file"]
 
 FORMAT = "claude-code"
 """The format name :func:`graph.importers.detect_format` gives these files."""
+
+# Entries are parsed JSON, so their objects are dicts: the rules test ``isinstance(x, dict)``, which
+# costs a fraction of an ABC ``Mapping`` check, once per field read of every entry.
 
 _TITLE_TYPES = ("custom-title", "ai-title")
 _ENTRY_TYPES = {"summary", "file-history-snapshot", "queue-operation", "last-prompt", "mode"}
@@ -211,8 +213,9 @@ _KEPT = (
 _FLAGS = ("isMeta", "isCompactSummary", "isSidechain")
 """Flags the rules read by truth: kept only when set."""
 
-_SHARED = frozenset(("type", "subtype"))
-"""Kept fields whose values repeat from entry to entry: one string object serves them all."""
+_SHARED = frozenset(("type", "subtype", "parentUuid"))
+"""Kept fields whose values repeat from entry to entry (a parent id is the entry before's uuid):
+one string object serves them all."""
 
 _CHANGES = ("cwd", "version", "gitBranch", "sessionId")
 """Entry fields kept in a slim entry only where their value changes from the entry before."""
@@ -225,51 +228,51 @@ _NO_CONTENT: dict[str, Any] = {}
 class _Slimmer:
     """Makes the slim entries of one file's read (:func:`_slim`), sharing what repeats.
 
-    Values that repeat (types, session ids, block lists without ids) are one object for every
-    entry; the parent id is the string object of the entry it names, read before it; ``cwd``,
-    ``version``, ``gitBranch`` and ``sessionId`` are kept only where they change (the session
-    takes the newest of the first three and the first session id, and a resumed read checks each
-    value it meets, so the result is the same).
+    Values that repeat (types, session ids, blocks and block lists without ids) are one object for
+    every entry (never written to); the parent id is the string object of the entry it names, read
+    before it; ``cwd``, ``version``, ``gitBranch`` and ``sessionId`` are kept only where they change
+    (the session takes the newest of the first three and the first session id, and a resumed read
+    checks each value it meets, so the result is the same).
     """
 
     def __init__(self) -> None:
         self.shared: dict[Any, Any] = {}
         self.origin: dict[str, Any] = {}
 
-    def _one(self, v: Any) -> Any:
-        return self.shared.setdefault(v, v)
-
     def slim(self, data: Mapping[str, Any]) -> dict[str, Any]:
         """What the rules read of an entry (see :class:`_Slimmer` and :func:`_slim_message`)."""
+        shared = self.shared
         out: dict[str, Any] = {}
         for k in _KEPT:
             if k in data:
                 v = data[k]
-                if isinstance(v, str) and (k in _SHARED or k == "parentUuid"):
-                    v = self._one(v)
+                if k in _SHARED and isinstance(v, str):
+                    v = shared.setdefault(v, v)
                 out[k] = v
-        if isinstance(data.get("uuid"), str):
-            self.shared.setdefault(data["uuid"], data["uuid"])  # the parent of the next entry
+        uid = data.get("uuid")
+        if isinstance(uid, str):
+            shared.setdefault(uid, uid)  # the parent of the next entry
         for k in _FLAGS:
             if data.get(k):
                 out[k] = data[k]
+        origin = self.origin
         for key in _CHANGES:
             v = data.get(key)
-            if v and self.origin.get(key) != v:
-                out[key] = self.origin[key] = v
+            if v and origin.get(key) != v:
+                out[key] = origin[key] = v
         result = data.get("toolUseResult")
-        agent = result.get("agentId") if isinstance(result, Mapping) else None
+        agent = result.get("agentId") if isinstance(result, dict) else None
         if agent:
             out["toolUseResult"] = {"agentId": agent}
         d = data.get("data")
-        if isinstance(d, Mapping):
+        if isinstance(d, dict):
             kept = tuple((k, d[k]) for k in ("type", "agentId") if k in d)
             if all(isinstance(v, str) for _, v in kept):
-                out["data"] = self.shared.setdefault(("data", kept), dict(kept))
+                out["data"] = shared.setdefault(("data", kept), dict(kept))
             else:
                 out["data"] = dict(kept)
         message = data.get("message")
-        if isinstance(message, Mapping):
+        if isinstance(message, dict):
             out["message"] = self._message(message.get("content"), bool(agent))
         return out
 
@@ -284,32 +287,42 @@ class _Slimmer:
             return _TEXT if content.strip() else _NO_TEXT
         if not isinstance(content, list):
             return _NO_CONTENT
+        shared = self.shared
         blocks: list[dict[str, Any]] = []
         plain = True
         for b in content:
-            if not isinstance(b, Mapping):
+            if not isinstance(b, dict):
                 continue
-            kind = self._one(b.get("type")) if isinstance(b.get("type"), str) else b.get("type")
-            if kind == "tool_use":
-                name = b.get("name")
-                block: dict[str, Any] = {"type": kind, "id": b.get("id")}
-                block["name"] = self._one(name) if isinstance(name, str) else name
-                args = b.get("input")
-                if name in ("Task", "Agent") and isinstance(args, Mapping):
-                    block["input"] = {"prompt": args["prompt"]} if "prompt" in args else {}
-                blocks.append(block)
-                plain = False
-            elif kind == "tool_result" and agent:
-                blocks.append({"type": kind, "tool_use_id": b.get("tool_use_id")})
-                plain = False
+            kind = b.get("type")
+            if isinstance(kind, str):
+                kind = shared.setdefault(kind, kind)
+                if kind == "tool_use":
+                    name = b.get("name")
+                    block: dict[str, Any] = {"type": kind, "id": b.get("id")}
+                    block["name"] = shared.setdefault(name, name) if isinstance(name, str) else name
+                    args = b.get("input")
+                    if name in ("Task", "Agent") and isinstance(args, dict):
+                        block["input"] = {"prompt": args["prompt"]} if "prompt" in args else {}
+                    blocks.append(block)
+                    plain = False
+                elif kind == "tool_result" and agent:
+                    blocks.append({"type": kind, "tool_use_id": b.get("tool_use_id")})
+                    plain = False
+                else:
+                    one = shared.get(("block", kind))
+                    if one is None:
+                        one = shared[("block", kind)] = {"type": kind}
+                    blocks.append(one)
             else:
                 blocks.append({"type": kind})
-        if not plain or not all(isinstance(b["type"], str) for b in blocks):
+                plain = False
+        if not plain:
             return {"content": blocks}
         key = ("blocks", *(b["type"] for b in blocks))
-        if key not in self.shared:
-            self.shared[key] = {"content": blocks}
-        return self.shared[key]  # type: ignore[no-any-return]
+        one = shared.get(key)
+        if one is None:
+            one = shared[key] = {"content": blocks}
+        return one
 
 
 def is_agent_file(path: Path) -> bool:
@@ -354,7 +367,7 @@ def _flatten(content: Any) -> str:
     if isinstance(content, list):
         parts = []
         for b in content:
-            if isinstance(b, Mapping):
+            if isinstance(b, dict):
                 if b.get("type") == "text":
                     parts.append(str(b.get("text", "")))
                 elif b.get("type") == "image":
@@ -363,6 +376,24 @@ def _flatten(content: Any) -> str:
                 parts.append(b)
         return "\n".join(parts)
     return "" if content is None else orjson.dumps(content).decode()
+
+
+_B = TypeVar("_B", TextBlock, ToolCallBlock, ToolResultBlock)
+
+
+def _block(model: type[_B], **fields: Any) -> _B:
+    """``model(**fields)``, built directly instead of validated (most of a block's making time).
+
+    ``fields`` are the block's fields after ``type``, in field order, each already of its declared
+    type (``str``, ``bool``; a tool call's arguments are parsed JSON): all the validation checks.
+    """
+    block = model.__new__(model)
+    values = {"type": model.model_fields["type"].default, **fields}
+    object.__setattr__(block, "__dict__", values)
+    object.__setattr__(block, "__pydantic_fields_set__", set(values))
+    object.__setattr__(block, "__pydantic_extra__", None)
+    object.__setattr__(block, "__pydantic_private__", None)
+    return block
 
 
 def _content(message: Mapping[str, Any]) -> tuple[Content, list[str], list[Any]]:
@@ -374,21 +405,25 @@ def _content(message: Mapping[str, Any]) -> tuple[Content, list[str], list[Any]]
     thinking: list[str] = []
     other: list[Any] = []
     for b in raw if isinstance(raw, list) else []:
-        if not isinstance(b, Mapping):
+        if not isinstance(b, dict):
             other.append(b)
             continue
         kind = b.get("type")
         if kind == "text":
-            blocks.append(TextBlock(text=str(b.get("text", ""))))
+            blocks.append(_block(TextBlock, text=str(b.get("text", ""))))
         elif kind == "tool_use":
             blocks.append(
-                ToolCallBlock(
-                    id=str(b.get("id", "")), name=str(b.get("name", "")), arguments=b.get("input")
+                _block(
+                    ToolCallBlock,
+                    id=str(b.get("id", "")),
+                    name=str(b.get("name", "")),
+                    arguments=b.get("input"),
                 )
             )
         elif kind == "tool_result":
             blocks.append(
-                ToolResultBlock(
+                _block(
+                    ToolResultBlock,
                     call_id=str(b.get("tool_use_id", "")),
                     text=_flatten(b.get("content")),
                     is_error=bool(b.get("is_error", False)),
@@ -410,12 +445,12 @@ def _is_prompt(data: Mapping[str, Any]) -> bool:
     if data.get("type") != "user" or data.get("isMeta") or data.get("isCompactSummary"):
         return False
     message = data.get("message")
-    content = message.get("content") if isinstance(message, Mapping) else None
+    content = message.get("content") if isinstance(message, dict) else None
     if isinstance(content, str):
         return bool(content.strip())
     if not isinstance(content, list):
         return False
-    kinds = {b.get("type") for b in content if isinstance(b, Mapping)}
+    kinds = {b.get("type") for b in content if isinstance(b, dict)}
     return "text" in kinds and "tool_result" not in kinds
 
 
@@ -428,7 +463,7 @@ def _event_text(data: Mapping[str, Any]) -> str:
         return f"{subtype}: {text}" if subtype and text else text or str(subtype or "system")
     if kind == "progress":
         d = data.get("data")
-        if isinstance(d, Mapping):
+        if isinstance(d, dict):
             what = d.get("hookName") or d.get("command") or d.get("agentId") or ""
             return f"{d.get('type', 'progress')} {what}".strip()
     return kind
@@ -443,15 +478,20 @@ def _node(
     node_id: str | None = None,
 ) -> Node:
     data = line.data
-    meta: dict[str, Any] = {k: v for k, v in data.items() if k not in ("uuid", "parentUuid")}
+    meta = dict(data)  # a copy, then pops: the order of the fields left, at C speed
+    meta.pop("uuid", None)
+    meta.pop("parentUuid", None)
     meta["line"] = line.number
     meta.update(extra)
     kind, role = Kind.EVENT, Role.SYSTEM
-    content: Content = _event_text(data)
+    content: Content
     message = data.get("message")
-    if data.get("type") in ("user", "assistant") and isinstance(message, Mapping):
+    if not (data.get("type") in ("user", "assistant") and isinstance(message, dict)):
+        content = _event_text(data)
+    else:
         content, thinking, other = _content(message)
-        meta["message"] = {k: v for k, v in message.items() if k != "content"}
+        kept = meta["message"] = dict(message)
+        kept.pop("content", None)
         if thinking:
             meta["thinking"] = thinking
         if other:
@@ -471,15 +511,18 @@ def _node(
             role = Role.TOOL
         else:
             role = Role.USER
-    return Node(
-        id=node_id or data["uuid"],
-        session_id=sid,
-        predecessor=predecessor,
-        kind=kind,
-        role=role,
-        content=content,
-        created_at=when,
-        metadata=meta,
+    return node_of_fields(
+        {
+            "id": node_id or data["uuid"],
+            "session_id": sid,
+            "predecessor": predecessor,
+            "kind": kind,
+            "role": role,
+            "content": content,
+            "created_at": when,
+            "metadata": meta,
+            "covers": (),
+        }
     )
 
 
@@ -497,6 +540,22 @@ class _Links:
     pred: dict[str, str | None] = field(default_factory=dict)
     extra: dict[str, dict[str, Any]] = field(default_factory=dict)
     logical: set[str] = field(default_factory=set)
+
+
+class _LineNumbers(Mapping[str, int]):
+    """uuid -> line number of a file's entries, read from them (no copy per entry)."""
+
+    def __init__(self, entries: Mapping[str, Line]) -> None:
+        self._entries = entries
+
+    def __getitem__(self, u: str) -> int:
+        return self._entries[u].number
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 def _is_boundary(data: Mapping[str, Any]) -> bool:
@@ -531,7 +590,7 @@ def _link(
     inside = set(uuids)
     out = _Links()
     pred, extra = out.pred, out.extra
-    lines = {u: t.entries[u].number for u in uuids}
+    lines = _LineNumbers(t.entries)
 
     def stored(p: str) -> bool:
         return p in inside or p in known
@@ -594,12 +653,12 @@ def _relink_preserved(
         p = pred[u]
         if p is not None and t.entries[u].data.get("isCompactSummary") and p not in summary_of:
             summary_of[p] = u
-    position = {u: i for i, u in enumerate(uuids)}
+    position: dict[str, int] | None = None  # made for the first preserved segment
     for b in uuids:
         data = t.entries[b].data
         meta = data.get("compactMetadata")
-        seg = meta.get("preservedSegment") if isinstance(meta, Mapping) else None
-        if not _is_boundary(data) or not isinstance(seg, Mapping):
+        seg = meta.get("preservedSegment") if isinstance(meta, dict) else None
+        if not _is_boundary(data) or not isinstance(seg, dict):
             continue
         head, tail, anchor = seg.get("headUuid"), seg.get("tailUuid"), seg.get("anchorUuid")
         if not isinstance(head, str) or head not in pred or head == b:
@@ -622,6 +681,8 @@ def _relink_preserved(
             n = pred[n]
         kept.add(head)
         before = pred[head]
+        if position is None:
+            position = {u: i for i, u in enumerate(uuids)}
         if before is None or before in kept or before in (b, summary, to):
             # The file already re-linked the head: the replaced span ends at the newest entry
             # written before the boundary that is not kept.
@@ -660,6 +721,10 @@ def _cut_cycles(links: _Links, lines: Mapping[str, int], report: FileReport) -> 
     done: set[str] = set()
     for start in pred:
         if start in done:
+            continue
+        p = pred[start]
+        if p is None or p in done or p not in pred:  # the usual entry: after one already walked
+            done.add(start)
             continue
         path: list[str] = []
         on_path: dict[str, int] = {}
@@ -743,25 +808,19 @@ def _newest_leaf(uuids: Sequence[str], pred: Mapping[str, Any]) -> str | None:
     return uuids[-1] if uuids else None
 
 
-def _branch_of(pred: Mapping[str, str | None], head: str | None) -> set[str]:
-    out: set[str] = set()
-    n = head
-    while n is not None and n in pred and n not in out:
-        out.add(n)
-        n = pred[n]
-    return out
-
-
 def _rewinds(
     t: _Transcript, uuids: Sequence[str], pred: Mapping[str, Any], head: str | None
 ) -> list[tuple[str, list[str]]]:
     """(fork point, abandoned children) for every rewind among ``uuids``."""
     prompts: dict[str, list[str]] = {}
+    entries = t.entries
     for u in uuids:
         p = pred[u]
-        if isinstance(p, str) and _is_prompt(t.entries[u].data):
+        data = entries[u].data
+        if isinstance(p, str) and data.get("type") == "user" and _is_prompt(data):
             prompts.setdefault(p, []).append(u)
-    on_head = _branch_of(pred, head)
+    forks = {k for kids in prompts.values() if len(kids) > 1 for k in kids}
+    on_head = _on_branch(pred, head, forks)
     out = []
     for point, kids in prompts.items():
         stamps = {k: str(t.entries[k].data.get("timestamp", "")) for k in kids}
@@ -774,6 +833,37 @@ def _rewinds(
     return out
 
 
+def _predecessors_first(uuids: Sequence[str], pred: Mapping[str, str | None]) -> Sequence[str]:
+    """``uuids`` with every entry after its predecessor: as given when they are so already.
+
+    A file's entries usually are (then no order is built); else :func:`_order` of them.
+    ``pred``'s keys are ``uuids``.
+    """
+    placed: set[str] = set()
+    for u in uuids:
+        p = pred[u]
+        if p is not None and p in pred and p not in placed:
+            return _order(uuids, pred)
+        placed.add(u)
+    return uuids
+
+
+def _on_branch(pred: Mapping[str, str | None], head: str | None, among: set[str]) -> set[str]:
+    """Which of ``among`` lie on the branch ending at ``head`` (``pred`` acyclic; bounded walk).
+
+    Only the entries asked about are kept, not the whole branch.
+    """
+    out: set[str] = set()
+    n = head
+    for _ in range(len(pred)):  # pred is acyclic: the walk ends at a root
+        if n is None or n not in pred:
+            break
+        if n in among:
+            out.add(n)
+        n = pred[n]
+    return out
+
+
 def _artifacts(
     t: _Transcript, uuids: Sequence[str], pred: Mapping[str, str | None], head: str | None
 ) -> set[str]:
@@ -783,34 +873,56 @@ def _artifacts(
     the one whose subtree was written last); every other child whose subtree holds no user prompt
     (a progress or hook entry, a parallel tool call's result, a retried reply) is an artifact, with
     its whole subtree. A sibling subtree holding a prompt is a user branch (a rewind, a re-prompt).
+
+    ``pred`` holds the predecessor of each of ``uuids`` (acyclic). Only forks keep their children:
+    what a subtree holds is summed up from the leaves in one pass, each entry's figures handed to
+    its predecessor and dropped, so a long branch holds no state per entry.
     """
-    order = _order(uuids, pred)
-    kids: dict[str, list[str]] = {}
-    for u in order:
+    parents: set[str] = set()
+    fork_points: set[str] = set()
+    for u in uuids:
         p = pred[u]
         if p is not None:
-            kids.setdefault(p, []).append(u)
-    prompt: dict[str, bool] = {}
-    newest: dict[str, int] = {}
+            if p in parents:
+                fork_points.add(p)
+            parents.add(p)
+    del parents
+    if not fork_points:
+        return set()
+    forks: dict[str, list[str]] = {}  # fork point -> its children, in order
+    for u in uuids:
+        p = pred[u]
+        if p in fork_points:
+            forks.setdefault(p, []).append(u)
+    at_fork = {c for below in forks.values() for c in below}
+    order = _predecessors_first(uuids, pred)
+    # (holds a prompt, newest line) of each subtree, handed up from the leaves
+    pending: dict[str, tuple[bool, int]] = {}
+    summary: dict[str, tuple[bool, int]] = {}
     for u in reversed(order):
-        below = kids.get(u, ())
-        prompt[u] = _is_prompt(t.entries[u].data) or any(prompt[c] for c in below)
-        newest[u] = max([t.entries[u].number, *(newest[c] for c in below)])
-    on_head = _branch_of(pred, head)
+        line = t.entries[u]
+        prompt, newest = _is_prompt(line.data), line.number
+        kids = pending.pop(u, None)
+        if kids is not None:
+            prompt, newest = prompt or kids[0], max(newest, kids[1])
+        if u in at_fork:
+            summary[u] = (prompt, newest)
+        p = pred[u]
+        if p is not None:
+            up = pending.get(p)
+            pending[p] = (prompt, newest) if up is None else (up[0] or prompt, max(up[1], newest))
+    on_head = _on_branch(pred, head, at_fork)
+    roots: set[str] = set()
+    for below in forks.values():
+        keep = next((c for c in below if c in on_head), None) or max(
+            below, key=lambda c: summary[c][1]
+        )
+        roots.update(c for c in below if c != keep and not summary[c][0])
     out: set[str] = set()
-    for p, below in kids.items():
-        if len(below) < 2 or p in out:
-            continue
-        keep = next((c for c in below if c in on_head), None) or max(below, key=newest.__getitem__)
-        for c in below:
-            if c == keep or prompt[c]:
-                continue
-            stack = [c]
-            while stack:
-                n = stack.pop()
-                if n not in out:
-                    out.add(n)
-                    stack.extend(kids.get(n, ()))
+    if roots:
+        for u in order:
+            if u in roots or pred[u] in out:
+                out.add(u)
     return out
 
 
@@ -946,7 +1058,7 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
                         order,
                         pred,
                         agents=_agent_signatures(path),
-                        origin=_origin(t.entries.values()),
+                        origin=plan.origin,
                         settled=_settled(store, store.session(sid).title, others, t.entries)
                         and not _past(t.other, position),
                     )
@@ -971,6 +1083,88 @@ _NO_EXTRA: dict[str, Any] = {}
 
 _CHUNK = 2_000
 """Nodes made into models and handed to the store at a time (one transaction holds every chunk)."""
+
+
+@dataclass
+class _Specs:
+    """The nodes a plan will write, held column by column: three references per node.
+
+    Most nodes have no extra metadata, no covers and their uuid as id, so those are kept only
+    where they differ; each :class:`_Spec` is made when its chunk is written.
+    """
+
+    uuids: list[str] = field(default_factory=list)
+    predecessors: list[str | None] = field(default_factory=list)
+    whens: list[datetime] = field(default_factory=list)
+    node_ids: dict[int, str] = field(default_factory=dict)
+    """Position -> node id, where it is not the uuid (entries kept apart)."""
+    extra: dict[int, dict[str, Any]] = field(default_factory=dict)
+    covers: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    ordered: bool = True
+    """Whether every node comes after its predecessor when that is one of these nodes."""
+
+    def append(self, spec: _Spec) -> None:
+        """Add ``spec`` after the others."""
+        i = len(self.uuids)
+        self.uuids.append(spec.uuid)
+        self.predecessors.append(spec.predecessor)
+        self.whens.append(spec.when)
+        if spec.node_id != spec.uuid:
+            self.node_ids[i] = spec.node_id
+        if spec.extra:
+            self.extra[i] = spec.extra
+        if spec.covers:
+            self.covers[i] = spec.covers
+
+    def __len__(self) -> int:
+        return len(self.uuids)
+
+    def spec(self, i: int) -> _Spec:
+        """The node at position ``i``."""
+        u = self.uuids[i]
+        return _Spec(
+            u,
+            self.node_ids.get(i, u),
+            self.predecessors[i],
+            self.whens[i],
+            self.extra.get(i, _NO_EXTRA),
+            self.covers.get(i, ()),
+        )
+
+    def __iter__(self) -> Iterator[_Spec]:
+        return (self.spec(i) for i in range(len(self.uuids)))
+
+    def chunks(self) -> Iterator[list[_Spec]]:
+        """The nodes in chunks the store can check on its own (:func:`_in_chunks`), made lazily.
+
+        In file order when that puts every predecessor first (the usual case), else as
+        :func:`_in_chunks` orders them. There is always at least one chunk (it moves the head).
+        """
+        if not self.ordered:
+            yield from _in_chunks(list(self))
+            return
+        n = len(self.uuids)
+        preds, whens, ids, extra, covers = (
+            self.predecessors,
+            self.whens,
+            self.node_ids,
+            self.extra,
+            self.covers,
+        )
+        for start in range(0, n, _CHUNK):
+            yield [
+                _Spec(
+                    u,
+                    ids.get(i, u),
+                    preds[i],
+                    whens[i],
+                    extra.get(i, _NO_EXTRA),
+                    covers.get(i, ()),
+                )
+                for i, u in enumerate(self.uuids[start : start + _CHUNK], start)
+            ]
+        if n == 0:
+            yield []
 
 
 def _in_chunks(specs: list[_Spec]) -> list[list[_Spec]]:
@@ -998,26 +1192,26 @@ def _in_chunks(specs: list[_Spec]) -> list[list[_Spec]]:
 
 
 def _write_specs(
-    store: BaseStore, t: _Transcript, sid: str, specs: list[_Spec], head: str | None
+    store: BaseStore, t: _Transcript, sid: str, specs: _Specs, head: str | None
 ) -> int:
     """Make the planned nodes and add them chunk by chunk; return how many were added.
 
     Only one chunk's models and rows are held at a time, so the memory an import needs beyond the
     parsed file does not grow with the number of nodes. The head moves with the last chunk.
     """
-    added = 0
-    chunks = _in_chunks(specs)
     with paused_gc(len(specs) >= _CHUNK * 5):
-        added = _write_chunks(store, t, sid, chunks, head)
-    return added
+        return _write_chunks(store, t, sid, specs.chunks(), head)
 
 
 def _write_chunks(
-    store: BaseStore, t: _Transcript, sid: str, chunks: list[list[_Spec]], head: str | None
+    store: BaseStore, t: _Transcript, sid: str, chunks: Iterable[list[_Spec]], head: str | None
 ) -> int:
+    """Add each chunk's nodes in turn, the head moving with the last one; return how many were added."""
     added = 0
     with t.reading() as full:
-        for i, chunk in enumerate(chunks):
+        it = iter(chunks)
+        chunk = next(it, None)
+        while chunk is not None:
             nodes = []
             for spec in chunk:
                 node = _node(
@@ -1026,7 +1220,8 @@ def _write_chunks(
                 if spec.covers and node.kind is Kind.SUMMARY:
                     node = node.model_copy(update={"covers": spec.covers})
                 nodes.append(node)
-            if head is not None and i == len(chunks) - 1:
+            chunk = next(it, None)
+            if head is not None and chunk is None:
                 added += len(store.add_nodes(sid, nodes, head=head))
             else:
                 added += len(store.add_nodes(sid, nodes))
@@ -1045,12 +1240,16 @@ class _Plan:
     artifacts: set[str]
     nid: dict[str, str]
     """uuid -> the id the entry is stored under, for entries kept apart (``<uuid>@<session>``)."""
-    nodes: list[_Spec]
+    nodes: _Specs
     title: str
     meta: dict[str, Any]
     created_at: datetime
+    depends: list[str]
+    """Every node id the plan depends on (repeats allowed): what it read of the store is ``seen``."""
     seen: dict[str, str]
-    """What the plan read of the store: node id -> session, for every id it depends on."""
+    """Node id -> session, for those of ``depends`` stored when the plan read them."""
+    origin: dict[str, Any]
+    """The newest ``cwd``, ``version`` and ``gitBranch`` of the file's entries (:func:`_origin`)."""
     report_marks: tuple[int, int, int, int]
 
 
@@ -1069,20 +1268,24 @@ def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
     """Work out a session file's import from reads of the store: links, repairs, nodes, metadata."""
     marks = _report_marks(report)
     sid = t.session_id
-    main = [u for u, line in t.entries.items() if not line.data.get("isSidechain")]
-    side = [u for u, line in t.entries.items() if line.data.get("isSidechain")]
+    main: list[str] = []
+    side: list[str] = []
+    for u, line in t.entries.items():
+        (side if line.data.get("isSidechain") else main).append(u)
     known = stored_ids(store, sid)
-    fresh = [u for u in main if u not in known and f"{u}@{sid}" not in known]
+    # (a session stored before is re-read: only then can an entry be stored, or kept apart)
+    fresh = [u for u in main if u not in known and f"{u}@{sid}" not in known] if known else main
     foreign = _foreign(store, fresh)
     copied, apart = _copies(store, t, sid, foreign, report) if fresh else ({}, {})
-    apart |= {u: f"{u}@{sid}" for u in main if f"{u}@{sid}" in known}  # kept apart before
+    if known:
+        apart |= {u: f"{u}@{sid}" for u in main if f"{u}@{sid}" in known}  # kept apart before
     main = [u for u in main if u not in copied]
     links = _link(t, main, known, copied, report)
     pred = links.pred
-    when = _times(t, main)
     head = _head(t, main)
     artifacts = _artifacts(t, main, pred, head)
-    meta = _session_meta(t)
+    origin = _origin(t.entries.values())
+    meta = _session_meta(t, origin)
     source = _fork_source(t, main, links, copied)
     if source is not None:
         meta["forked_from"] = source
@@ -1094,12 +1297,18 @@ def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
     def nid(u: str) -> str:
         return apart.get(u, u)
 
-    new: list[_Spec] = []
+    new = _Specs()
+    placed: set[str] = set()
+    created_at: datetime | None = None
+    when = EPOCH  # each entry's time, as _times gives it
+    entries, extras = t.entries, links.extra
     for u in main:
-        if u in known or nid(u) in known:
+        when = parse_time(entries[u].data.get("timestamp"), when)
+        if created_at is None or when < created_at:
+            created_at = when
+        if known and (u in known or nid(u) in known):
             continue
-        extra = links.extra.get(u, _NO_EXTRA)
-        p = pred[u]
+        extra = extras.get(u, _NO_EXTRA)
         if u in apart or u in artifacts:
             extra = dict(extra)
             if u in apart:
@@ -1107,14 +1316,22 @@ def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
             if u in artifacts:
                 extra["artifact"] = True
         cover: tuple[str, ...] = ()
-        if p is not None and p in t.entries:
-            boundary = pred.get(p)
-            if _is_boundary(t.entries[p].data) and boundary is not None:
+        p = node_pred = pred[u]
+        if p is not None and p in pred:  # an entry of this import
+            node_pred = nid(p)
+            boundary = pred[p]
+            if boundary is not None and _is_boundary(entries[p].data):
                 cover = tuple(nid(c) if c in pred else c for c in _covers(pred, known, boundary))
-        node_pred = nid(p) if p is not None and p in pred else p
-        new.append(_Spec(u, nid(u), node_pred, when[u], extra, cover))
+            if p not in placed and not (known and (p in known or nid(p) in known)):
+                new.ordered = False  # a node written before its predecessor's line
+        placed.add(u)
+        new.append(_Spec(u, apart.get(u, u), node_pred, when, extra, cover))
+    del placed
     dangling = {str(e["dangling_parent"]) for e in links.extra.values() if "dangling_parent" in e}
-    depends = set(fresh) | dangling | {n.node_id for n in new}
+    # Every new node is a fresh entry, stored under its uuid or kept apart: what the plan depends
+    # on is the fresh entries (located above), the apart ids and the dangling parents.
+    depends = fresh + list(new.node_ids.values()) + sorted(dangling)
+    seen = foreign | _located(store, depends[len(fresh) :])
     return _Plan(
         sid=sid,
         main=main,
@@ -1126,17 +1343,17 @@ def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
         nodes=new,
         title=_title(t, main),
         meta=meta,
-        created_at=min(when.values(), default=EPOCH),
-        seen=_holders(store, depends),
+        created_at=EPOCH if created_at is None else created_at,
+        depends=depends,
+        seen=seen,
+        origin=origin,
         report_marks=marks,
     )
 
 
-def _holders(store: BaseStore, ids: Iterable[str]) -> dict[str, str]:
-    """Map each of ``ids`` to the session holding it (``""``: none)."""
-    wanted = list(ids)
-    found = store.locate(wanted)
-    return {i: str(found.get(NodeId(i), "")) for i in wanted}
+def _located(store: BaseStore, ids: Iterable[str]) -> dict[str, str]:
+    """Which session holds each of ``ids`` that is stored (the others are left out)."""
+    return {str(i): str(s) for i, s in store.locate(ids).items()}
 
 
 def _still_true(store: BaseStore, plan: _Plan, existed: bool) -> bool:
@@ -1147,7 +1364,7 @@ def _still_true(store: BaseStore, plan: _Plan, existed: bool) -> bool:
     """
     if store.has_session(plan.sid) != existed:
         return False
-    return _holders(store, plan.seen) == plan.seen
+    return _located(store, plan.depends) == plan.seen
 
 
 def _apply_main(
@@ -1209,12 +1426,13 @@ def _fork_source(
     The newest ``forkedFrom`` an entry carries (``/branch``), else the copied entry the first new
     entry follows (``--fork-session`` and resumed copies keep the uuids).
     """
+    entries = t.entries
     for u in reversed(uuids):
-        ff = t.entries[u].data.get("forkedFrom")
-        if isinstance(ff, Mapping) and isinstance(ff.get("sessionId"), str):
+        ff = entries[u].data.get("forkedFrom")
+        if isinstance(ff, dict) and isinstance(ff.get("sessionId"), str):
             return {"session": str(ff["sessionId"]), "node": str(ff.get("messageUuid", ""))}
-    for u in uuids:
-        ff = links.extra.get(u, {}).get("forked_from")
+    for u in uuids if links.extra else ():
+        ff = links.extra.get(u, _NO_EXTRA).get("forked_from")
         if isinstance(ff, dict):
             return {"session": str(ff["session"]), "node": str(ff["node"])}
     if copied:
@@ -1228,10 +1446,11 @@ def _boundaries(
 ) -> list[tuple[str, str]]:
     """(timestamp, logical parent) of each compaction boundary, in file order."""
     out = []
+    entries = t.entries
     for u in uuids:
-        data = t.entries[u].data
+        data = entries[u].data
         logical = data.get("logicalParentUuid")
-        if _is_boundary(data) and isinstance(logical, str) and logical in pred:
+        if isinstance(logical, str) and _is_boundary(data) and logical in pred:
             out.append((str(data.get("timestamp", "")), logical))
     return out
 
@@ -1245,7 +1464,7 @@ def _note_off_branch(
     report: FileReport,
 ) -> None:
     """Name the tool results left off the head's branch (the next turn follows another entry)."""
-    on_head = _branch_of(pred, head)
+    on_head = _on_branch(pred, head, {p for u in artifacts if (p := pred.get(u)) is not None})
     off = [
         f"{u} (line {t.entries[u].number})"
         for u in uuids
@@ -1260,9 +1479,9 @@ def _note_off_branch(
 
 def _is_tool_result(data: Mapping[str, Any]) -> bool:
     message = data.get("message")
-    content = message.get("content") if isinstance(message, Mapping) else None
+    content = message.get("content") if isinstance(message, dict) else None
     return isinstance(content, list) and any(
-        isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
     )
 
 
@@ -1286,12 +1505,9 @@ def _title(t: _Transcript, main: Sequence[str]) -> str:
     return ""
 
 
-def _session_meta(t: _Transcript) -> dict[str, Any]:
-    meta: dict[str, Any] = {"runtime": FORMAT, "path": str(t.path)}
-    for line in t.entries.values():
-        for key, name in (("cwd", "cwd"), ("version", "version"), ("gitBranch", "git_branch")):
-            if line.data.get(key):
-                meta[name] = line.data[key]
+def _session_meta(t: _Transcript, origin: Mapping[str, Any]) -> dict[str, Any]:
+    """The session metadata: runtime, path, the entries' ``origin`` (:func:`_origin`), the rest."""
+    meta: dict[str, Any] = {"runtime": FORMAT, "path": str(t.path), **origin}
     meta["entries"] = [{"line": line.number, **line.data} for line in t.other]
     return meta
 
@@ -1302,23 +1518,23 @@ def _tool_calls(t: _Transcript, uuids: Sequence[str]) -> dict[str, Any]:
     for u in uuids:
         data = t.entries[u].data
         message = data.get("message")
-        blocks = message.get("content") if isinstance(message, Mapping) else None
+        blocks = message.get("content") if isinstance(message, dict) else None
         for b in blocks if isinstance(blocks, list) else []:
-            if not isinstance(b, Mapping):
+            if not isinstance(b, dict):
                 continue
             if b.get("type") == "tool_use":
                 calls["tool_use"][b.get("id")] = u
                 args = b.get("input")
-                if b.get("name") in ("Task", "Agent") and isinstance(args, Mapping):
+                if b.get("name") in ("Task", "Agent") and isinstance(args, dict):
                     calls["task_order"].append((t.entries[u].number, u))
                     if isinstance(args.get("prompt"), str):
                         calls["prompt"][args["prompt"].strip()] = u
             elif b.get("type") == "tool_result":
                 result = data.get("toolUseResult")
-                if isinstance(result, Mapping) and result.get("agentId"):
+                if isinstance(result, dict) and result.get("agentId"):
                     calls["agent"][str(result["agentId"])] = b.get("tool_use_id")
         d = data.get("data")
-        if data.get("type") == "progress" and isinstance(d, Mapping) and d.get("agentId"):
+        if data.get("type") == "progress" and isinstance(d, dict) and d.get("agentId"):
             use = data.get("parentToolUseID") or data.get("toolUseID")
             calls["agent"].setdefault(str(d["agentId"]), use)
     return calls
@@ -1502,7 +1718,7 @@ def _note_missing_agents(t: _Transcript, main: Sequence[str], report: FileReport
     seen: list[str] = []
     for u in main:
         d = t.entries[u].data.get("data")
-        if isinstance(d, Mapping) and d.get("type") == "agent_progress" and d.get("agentId"):
+        if isinstance(d, dict) and d.get("type") == "agent_progress" and d.get("agentId"):
             a = str(d["agentId"])
             if a not in linked and a not in seen:
                 seen.append(a)
@@ -1526,12 +1742,12 @@ def _lite(data: Mapping[str, Any]) -> dict[str, Any]:
     """
     out = {k: data[k] for k in ("type", "subtype", "timestamp", "isMeta") if k in data}
     message = data.get("message")
-    if isinstance(message, Mapping):
+    if isinstance(message, dict):
         content = message.get("content")
         if isinstance(content, str):
             out["message"] = {"content": "x" if content.strip() else ""}
         elif isinstance(content, list):
-            kinds = [{"type": b.get("type")} for b in content if isinstance(b, Mapping)]
+            kinds = [{"type": b.get("type")} for b in content if isinstance(b, dict)]
             out["message"] = {"content": kinds}
         else:
             out["message"] = {}
@@ -1569,14 +1785,14 @@ def _settled(
     stored (a summary names the session once its leaf arrives). ``entries`` are the lines without
     a uuid (as stored in the metadata, or their data); ``inside`` holds the uuids read with them.
     """
-    if any(isinstance(e, Mapping) and e.get("type") in _TITLE_TYPES for e in entries):
+    if any(isinstance(e, dict) and e.get("type") in _TITLE_TYPES for e in entries):
         return True
     if not title:
         return False
     leaves = {
         e.get("leafUuid")
         for e in entries
-        if isinstance(e, Mapping) and e.get("type") == "summary" and e.get("leafUuid") not in inside
+        if isinstance(e, dict) and e.get("type") == "summary" and e.get("leafUuid") not in inside
     }
     if not leaves:
         return True
@@ -1753,15 +1969,13 @@ def _update_session(
     entries = [
         e
         for e in recorded
-        if not (
-            isinstance(e, Mapping) and isinstance(e.get("line"), int) and e["line"] > read_before
-        )
+        if not (isinstance(e, dict) and isinstance(e.get("line"), int) and e["line"] > read_before)
     ]
     if new.other or len(entries) != len(recorded):
-        seen = {e.get("line") for e in entries if isinstance(e, Mapping)}
+        seen = {e.get("line") for e in entries if isinstance(e, dict)}
         entries += [{"line": o.number, **o.data} for o in new.other if o.number not in seen]
         meta["entries"] = entries
-    forked = [u for u in added if isinstance(window.entries[u].data.get("forkedFrom"), Mapping)]
+    forked = [u for u in added if isinstance(window.entries[u].data.get("forkedFrom"), dict)]
     source = _fork_source(window, forked or added, links, copied) if forked or copied else None
     if source is not None:
         meta["forked_from"] = source
@@ -1779,13 +1993,11 @@ def _update_session(
             if title:
                 break
     titled = any(
-        isinstance(e, Mapping) and e.get("type") in _TITLE_TYPES for e in meta.get("entries", ())
+        isinstance(e, dict) and e.get("type") in _TITLE_TYPES for e in meta.get("entries", ())
     )
     if not title and not titled:  # a summary names the session only when no title entry does
         summaries = [
-            e
-            for e in meta.get("entries", ())
-            if isinstance(e, Mapping) and e.get("type") == "summary"
+            e for e in meta.get("entries", ()) if isinstance(e, dict) and e.get("type") == "summary"
         ]
         leaves = {str(e["leafUuid"]) for e in summaries if isinstance(e.get("leafUuid"), str)}
         stored = {u for u, s in store.locate(leaves).items() if s == sid} if leaves else set()

@@ -299,7 +299,7 @@ def read_jsonl(
                 at.offset, at.line = offset, number
             if report is not None and (number % _EVERY == 0 or is_last):
                 report(path, min(offset, size), size)
-            if not chunk.strip():
+            if chunk[:1] != b"{" and not chunk.strip():  # (a record's line is never blank)
                 continue
             try:
                 obj = orjson.loads(chunk)

@@ -66,7 +66,6 @@ from graph.models import (
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
-    content_text,
     from_micros,
     to_micros,
     utcnow,
@@ -80,6 +79,7 @@ __all__ = [
     "NodeRow",
     "SessionFilter",
     "SessionStats",
+    "node_of_fields",
     "paused_gc",
     "pending_walk_index",
     "pending_walk_query",
@@ -346,6 +346,7 @@ def _construct_node(values: dict[str, Any]) -> Node:
 
 
 _BLOCK_TYPES = frozenset({TextBlock, ToolCallBlock, ToolResultBlock, ImageBlock})
+_STR = frozenset({str})
 
 
 def _appended_node(values: dict[str, Any]) -> Node:
@@ -366,11 +367,26 @@ def _appended_node(values: dict[str, Any]) -> Node:
         and type(values["session_id"]) is str
         and (predecessor is None or type(predecessor) is str)
         and type(values["created_at"]) is datetime
-        and (type(content) is str or all(type(b) in _BLOCK_TYPES for b in content))
-        and (not metadata or all(type(k) is str for k in metadata))
+        and (type(content) is str or set(map(type, content)) <= _BLOCK_TYPES)
+        and set(map(type, metadata)) <= _STR
     ):
         return _construct_node(values)
     return Node(**values)
+
+
+def node_of_fields(values: dict[str, Any]) -> Node:
+    """A :class:`Node` of prepared field values (an importer's), validated only where it could fail.
+
+    Args:
+        values: Every field of :class:`Node` in field order (``id`` to ``covers``), kind and role
+            as their enums, content a ``str`` or a tuple of blocks. Values already of the field
+            types are kept as they are (the metadata dict is not copied); anything else goes through
+            ``Node``'s validation.
+
+    Raises:
+        pydantic.ValidationError: a value that is not what ``Node`` holds.
+    """
+    return _appended_node(values)
 
 
 _DIRECT_READ = (
@@ -382,12 +398,24 @@ _GC_PAUSE_AT = 10_000  # add_nodes batches this large run with the cyclic GC pau
 _EMPTY_METADATA = encode({})  # most nodes carry none: encoding it costs a third of a row
 
 
+def _is_empty(content: Content) -> bool:
+    """Whether ``content`` holds no text (``content_text`` blank), without joining its blocks."""
+    if isinstance(content, str):
+        return not content.strip()
+    return not any(
+        b.text.strip() for b in content if isinstance(b, TextBlock | ToolResultBlock) and b.text
+    )
+
+
 def _row_of(node: Node) -> NodeRow:
-    meta = {k: v for k, v in node.metadata.items() if k not in ("written", "rewound")}
+    meta = node.metadata
+    if type(meta) is not dict or "written" in meta or "rewound" in meta:
+        # written and rewound are the store's own keys, kept in their tables
+        meta = {k: v for k, v in meta.items() if k not in ("written", "rewound")}
     bits = node_bits(
         node.kind,
         node.role,
-        empty=not content_text(node.content).strip(),
+        empty=_is_empty(node.content),
         scheduled=bool(meta.get("scheduled")),
         artifact=bool(meta.get("artifact")),
     )
@@ -468,6 +496,14 @@ class BaseStore(ABC):
     @abstractmethod
     def _db_session(self, session_id: str) -> Session:
         """Read one session (raises UnknownSessionError)."""
+
+    def _db_head(self, session_id: str) -> str | None:
+        """Read one session's head alone (raises UnknownSessionError).
+
+        A backend reads the one column: the whole session row (its metadata can hold a transcript's
+        every non-node entry) is decoded for nothing otherwise, once per batch of an import.
+        """
+        return self._db_session(session_id).head
 
     @abstractmethod
     def _db_sessions(
@@ -1059,7 +1095,7 @@ class BaseStore(ABC):
             UnknownSessionError: the session does not exist.
         """
         idx = SessionIndex(session_id)
-        idx.head = self._db_session(session_id).head
+        idx.head = self._db_head(session_id)
         ids = [n.id for n in batch]
         stored = self._db_rows(ids)
         mine = set(ids)
@@ -1114,10 +1150,12 @@ class BaseStore(ABC):
         newest = max((r.created_at for r in ordered), default=None)
         new_head = idx.head if head is HEAD else head
         idx.rev = self._db_update_session(sid, new_head, newest)
-        for r in ordered:
-            idx.add(r.id, r.predecessor, r.bits)
-            if r.covers:
-                idx.covers[r.id] = r.covers
+        if stored is None or self._cache.get(sid) is idx:
+            # (a batch's partial index, given with its stored rows, is dropped once it is checked)
+            for r in ordered:
+                idx.add(r.id, r.predecessor, r.bits)
+                if r.covers:
+                    idx.covers[r.id] = r.covers
         idx.head = new_head
         return [models[n] for n in order]
 

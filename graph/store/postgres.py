@@ -669,6 +669,9 @@ class PostgresSessionStore(BaseStore):
             ).fetchall()
         return {str(n): str(s) for n, s in rows}
 
+    def _db_head(self, session_id: str) -> str | None:
+        return self._walk_start(session_id, None)
+
     def _walk_start(self, session_id: str, head: str | None) -> str | None:
         """The node a walk back over the stored rows starts at: ``head``, else the session's head.
 

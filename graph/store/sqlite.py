@@ -947,6 +947,9 @@ class SessionStore(BaseStore):
             row = self.conn.execute("SELECT 1 FROM sessions WHERE id=?", (session_id,)).fetchone()
         return row is not None
 
+    def _db_head(self, session_id: str) -> str | None:
+        return self._walk_start(session_id, None)
+
     def _walk_start(self, session_id: str, head: str | None) -> str | None:
         """The node a walk back over the stored rows starts at: ``head``, else the session's head.
 
