@@ -470,6 +470,9 @@ def _resume(
         return False
     position = saved.position
     lines = without_torn_tail(list(read_jsonl(path, problems, position)), problems, position)
+    if lines and lines[0].number == 1 and lines[0].data.get("type") == "session":
+        # read again from the start (the file was one unterminated line): its header is no entry
+        lines = lines[1:]
     if any(e.data.get("type") in ("compaction", "branch_summary") for e in lines):
         return False
 
