@@ -72,7 +72,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FTS_PREFIXES", "MIGRATIONS", "SCHEMA_VERSION", "SessionStore"]
 
-_CHUNK = 500  # ids per IN (...) query, under SQLite's variable limit
+_IDS_PER_QUERY = 500  # ids per IN (...) query, under SQLite's variable limit (twice, in a union)
 
 _FETCH = 50_000  # rows per fetch of a full index build (bounds the rows held at once)
 
@@ -336,8 +336,9 @@ class SessionStore(BaseStore):
     ) -> None:
         super().__init__()
         self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        parent = os.path.dirname(self.path) if self.path != ":memory:" else ""
+        if parent and not os.path.isdir(parent):  # one stat on every open, a mkdir on the first
+            Path(parent).mkdir(parents=True, exist_ok=True)
         with _translated():
             self.conn = sqlite3.connect(
                 self.path, isolation_level=None, timeout=timeout, check_same_thread=False
@@ -360,8 +361,16 @@ class SessionStore(BaseStore):
     # ---------------------------------------------------------------- schema
 
     def _read_version(self) -> int:
-        """The file's schema version (0 for a new file), read without taking the write lock."""
+        """The file's schema version (0 for a new file), read without taking the write lock.
+
+        A file this library created or migrated also carries the version in its header's
+        ``user_version`` (one read of the first page, no table looked up); a file that does not
+        (written before it did, or by a newer version) is asked its ``meta`` table.
+        """
         c = self.conn
+        (header,) = c.execute("PRAGMA user_version").fetchone()
+        if header == SCHEMA_VERSION:
+            return SCHEMA_VERSION
         if c.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone():
             row = c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             return int(row[0]) if row else 0
@@ -389,6 +398,7 @@ class SessionStore(BaseStore):
                     "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
                     (str(SCHEMA_VERSION),),
                 )
+                self.conn.execute(f"PRAGMA user_version = {int(SCHEMA_VERSION)}")
 
     @property
     def schema_version(self) -> int:
@@ -487,7 +497,11 @@ class SessionStore(BaseStore):
             header = os.pread(self._wal_index, _WAL_HEADER, 0)
             if header == self._wal_header:
                 return False
-            self._wal_header = header
+            first, self._wal_header = not self._wal_header, header
+            if first:
+                # The first check of this store: nothing it read before can be stale, so the
+                # statement waits for the header's first change (answered "changed" then, too).
+                return True
         (v,) = self.conn.execute("PRAGMA data_version").fetchone()
         if v != self._data_version:
             self._data_version = v
@@ -918,16 +932,16 @@ class SessionStore(BaseStore):
         with _translated():
             for chunk in _chunks(ids):
                 marks = ",".join("?" * len(chunk))
+                # one statement for both: a cold read prepares every statement it runs
                 for nid, provider, value in self.conn.execute(
-                    f"SELECT node_id, provider, value FROM marks WHERE node_id IN ({marks})", chunk
+                    f"SELECT node_id, provider, value FROM marks WHERE node_id IN ({marks})"
+                    f" UNION ALL SELECT node_id, NULL, NULL FROM rewound WHERE node_id IN ({marks})",
+                    chunk + chunk,
                 ):
-                    found.setdefault(nid, {}).setdefault(provider, []).append(value)
-                rewound.update(
-                    r[0]
-                    for r in self.conn.execute(
-                        f"SELECT node_id FROM rewound WHERE node_id IN ({marks})", chunk
-                    )
-                )
+                    if provider is None:
+                        rewound.add(nid)
+                    else:
+                        found.setdefault(nid, {}).setdefault(provider, []).append(value)
         written = {
             n: {p: tuple(sorted(vs)) for p, vs in sorted(pm.items())} for n, pm in found.items()
         }
@@ -1040,5 +1054,5 @@ _INSERT_NODE = (
 
 
 def _chunks(ids: Sequence[str]) -> Iterator[list[str]]:
-    for i in range(0, len(ids), _CHUNK):
-        yield list(ids[i : i + _CHUNK])
+    for i in range(0, len(ids), _IDS_PER_QUERY):
+        yield list(ids[i : i + _IDS_PER_QUERY])

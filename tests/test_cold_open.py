@@ -1,0 +1,80 @@
+"""Opening a store: what a fresh process pays before its first answer, and that it stays right."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from builder import build, chain
+
+from graph import SessionStore
+from graph.store.sqlite import SCHEMA_VERSION
+
+
+def _statements(db: Path) -> list[str]:
+    seen: list[str] = []
+    SessionStore(db, tracer=lambda sql, _: seen.append(sql)).close()
+    return seen
+
+
+def test_a_new_file_records_its_version_in_the_header(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    SessionStore(db).close()
+    with sqlite3.connect(db) as c:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(
+            SCHEMA_VERSION
+        )
+
+
+def test_a_current_file_is_opened_with_one_version_read(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    SessionStore(db).close()
+    seen = _statements(db)
+    assert seen == ["PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA user_version"]
+
+
+def test_a_file_without_the_header_version_is_read_by_its_meta_and_not_written(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "s.db"
+    st = SessionStore(db)
+    sid = build(st, chain("m", 1, 4))
+    st.close()
+    with sqlite3.connect(db) as c:  # as a file written before the header carried the version
+        c.execute("PRAGMA user_version = 0")
+    seen = _statements(db)
+    assert not any(s.startswith(("BEGIN", "INSERT", "PRAGMA user_version =")) for s in seen)
+    again = SessionStore(db)
+    assert again.schema_version == SCHEMA_VERSION
+    assert again.pending_ids(sid, "memory", "ws") == ["m1", "m2", "m3", "m4"]
+    again.close()
+
+
+def test_the_parent_folder_is_made_when_missing(tmp_path: Path) -> None:
+    db = tmp_path / "a" / "b" / "s.db"
+    SessionStore(db).close()
+    assert db.exists()
+    SessionStore(db).close()  # and opened again where it exists
+
+
+def test_another_process_writing_before_the_first_check_is_seen(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    st = SessionStore(db)
+    sid = build(st, chain("m", 1, 3))
+    st.close()
+    reader = SessionStore(db)
+    writer = SessionStore(db)
+    try:
+        writer.append(sid, "from the other process", role="user", id="w1")
+        assert reader.pending_ids(sid, "memory", "ws")[-1] == "w1"  # the first check: cold walk
+        assert reader.index(sid).head == "w1"  # the index built after it
+        writer.append(sid, "and again", role="assistant", id="w2")
+        assert reader.index(sid).head == "w2"  # a later commit: the header changed
+        assert reader.pending_ids(sid, "memory", "ws")[-1] == "w2"
+        reader.append(sid, "its own", role="user", id="r1")
+        writer.append(sid, "and the other's", role="assistant", id="w3", predecessor="r1")
+        assert reader.index(sid).head == "w3"
+    finally:
+        reader.close()
+        writer.close()
