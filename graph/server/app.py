@@ -32,9 +32,8 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from graph import walks
 from graph.errors import GraphError
-from graph.index import KIND_MASK, REWOUND, node_bits
-from graph.models import Kind, Role
 from graph.server.security import SecurityMiddleware
 from graph.store.base import BaseStore
 
@@ -156,10 +155,6 @@ def int_param(
     return value
 
 
-_LIVE_MESSAGE = node_bits(Kind.MESSAGE, Role.USER, empty=False, scheduled=False) & KIND_MASK
-"""``bits & (KIND_MASK | REWOUND)`` of a message not stamped rewound."""
-
-
 class Memo:
     """Answers computed from a session's index, kept until that index changes (LRU, bounded).
 
@@ -215,20 +210,13 @@ class Memo:
         if kept is not None and kept.state == now:
             self._data.move_to_end(key)
             return kept.ids
-        pred, bits = idx.pred, idx.bits
         stop = (
             kept.head
             if kept is not None and kept.state[0] == now[0] and kept.rewound == idx.rewound
             else None
         )
-        newer: list[str] = []
-        n = idx.head
-        while n is not None and n != stop:
-            if bits[n] & (KIND_MASK | REWOUND) == _LIVE_MESSAGE:
-                newer.append(n)
-            n = pred[n]
-        newer.reverse()
-        older = kept.ids if kept is not None and stop is not None and n == stop else ()
+        newer, met = walks.branch_messages_after(idx, idx.head, stop)
+        older = kept.ids if kept is not None and stop is not None and met else ()
         ids = (*older, *newer)
         self._keep(key, _KeptMessages(now, idx.rewound, idx.head, ids))
         return ids

@@ -40,7 +40,6 @@ from graph.errors import (
 from graph.ids import NodeId, SessionId, new_id
 from graph.index import (
     DECODED_PAYLOAD_BYTES,
-    KIND_MASK,
     MEMORY_ELIGIBLE,
     DecodedNodes,
     Eligibility,
@@ -1674,13 +1673,12 @@ class BaseStore(ABC):
         A fork is a node with two or more children not on artifact forks (:data:`graph.index.ARTIFACT`).
         """
         idx = self._index(session_id)
-        summary = node_bits(Kind.SUMMARY, Role.USER, empty=False, scheduled=False) & KIND_MASK
         return SessionStats(
             nodes=len(idx),
-            roots=list(idx.pred.values()).count(None),
+            roots=walks.root_count(idx),
             forks=walks.fork_count(idx),
             rewound=idx.rewound,
-            summaries=sum(1 for b in idx.bits.values() if b & KIND_MASK == summary),
+            summaries=walks.summary_count(idx),
             live_tips=len(walks.live_tips(idx)),
             spawned=len(self.spawns(session_id)),
         )
