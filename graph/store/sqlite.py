@@ -26,6 +26,7 @@ import sys
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +79,16 @@ _FETCH = 50_000  # rows per fetch of a full index build (bounds the rows held at
 
 _DELETIONS = "SELECT coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key='deletions'), 0)"
 """How many times sessions were deleted from the file (``meta``'s ``deletions``, absent until the first)."""
+
+
+@lru_cache(maxsize=32)
+def _pending_sql(eligible: Eligible) -> str:
+    """The cold pending walk's SQL for ``eligible``, spelled once per process.
+
+    A cold walk runs once per store, so a fresh store would otherwise spell it on every first read.
+    """
+    return pending_walk_query(eligible, lambda n: f":{n}")
+
 
 _WAL_HEADER = 48
 """Bytes of the WAL-index header every commit rewrites (SQLite's ``WalIndexHdr``, first copy)."""
@@ -906,7 +917,7 @@ class SessionStore(BaseStore):
         leads to its last covered node, every other row to its predecessor. The rows come back as a
         partial index the walk of :func:`graph.walks.walk_pending` then reads as it reads the whole.
         """
-        sql = pending_walk_query(eligible, lambda n: f":{n}")
+        sql = _pending_sql(eligible)
         part = SessionIndex(session_id)
         with _translated():
             part.head = self._walk_start(session_id, head)
