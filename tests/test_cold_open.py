@@ -78,3 +78,24 @@ def test_another_process_writing_before_the_first_check_is_seen(tmp_path: Path) 
     finally:
         reader.close()
         writer.close()
+
+
+def test_a_fresh_store_reads_many_pending_nodes_with_their_markers(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    st = SessionStore(db)
+    sid = build(st, chain("m", 1, 700))
+    ids = list(st.index(sid).pred)
+    st.mark(sid, ids[:400], "search", "b")  # another consumer's markers, over several chunks
+    st.mark(sid, ids[:40], "memory", "other")
+    st.close()
+    fresh = SessionStore(db)  # no index cached: the pending rows and their markers read by id
+    cold = fresh.pending(sid, "memory", "a")
+    fresh.close()
+    warm_store = SessionStore(db)
+    warm_store.index(sid)
+    warm = warm_store.pending(sid, "memory", "a")
+    warm_store.close()
+    assert [n.id for n in cold] == ids
+    assert cold == warm
+    assert sum("search" in n.written for n in cold) == 400
+    assert sum("memory" in n.written for n in cold) == 40

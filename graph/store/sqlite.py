@@ -73,7 +73,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FTS_PREFIXES", "MIGRATIONS", "SCHEMA_VERSION", "SessionStore"]
 
-_IDS_PER_QUERY = 500  # ids per IN (...) query, under SQLite's variable limit (twice, in a union)
+_IDS_PER_QUERY = 500  # ids per IN (...) query, under SQLite's variable limit (999 before 3.32)
 
 _FETCH = 50_000  # rows per fetch of a full index build (bounds the rows held at once)
 
@@ -941,7 +941,7 @@ class SessionStore(BaseStore):
         found: dict[str, dict[str, list[str]]] = {}
         rewound: set[str] = set()
         with _translated():
-            for chunk in _chunks(ids):
+            for chunk in _chunks(ids, _IDS_PER_QUERY // 2):  # each id is bound twice
                 marks = ",".join("?" * len(chunk))
                 # one statement for both: a cold read prepares every statement it runs
                 for nid, provider, value in self.conn.execute(
@@ -1064,6 +1064,6 @@ _INSERT_NODE = (
 )
 
 
-def _chunks(ids: Sequence[str]) -> Iterator[list[str]]:
-    for i in range(0, len(ids), _IDS_PER_QUERY):
-        yield list(ids[i : i + _IDS_PER_QUERY])
+def _chunks(ids: Sequence[str], size: int = _IDS_PER_QUERY) -> Iterator[list[str]]:
+    for i in range(0, len(ids), size):
+        yield list(ids[i : i + size])
