@@ -5,9 +5,11 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
 from builder import build, chain
 
 from graph import SessionStore
+from graph.errors import StoreError
 from graph.store.sqlite import SCHEMA_VERSION
 
 
@@ -17,38 +19,30 @@ def _statements(db: Path) -> list[str]:
     return seen
 
 
-def test_a_new_file_records_its_version_in_the_header(tmp_path: Path) -> None:
-    db = tmp_path / "s.db"
-    SessionStore(db).close()
-    with sqlite3.connect(db) as c:
-        assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-        assert c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(
-            SCHEMA_VERSION
-        )
-
-
 def test_a_current_file_is_opened_with_one_version_read(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     SessionStore(db).close()
     seen = _statements(db)
-    assert seen == ["PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA user_version"]
+    assert seen == [
+        "PRAGMA journal_mode=WAL",
+        "PRAGMA synchronous=NORMAL",
+        "SELECT value FROM meta WHERE key='schema_version'",
+    ]
 
 
-def test_a_file_without_the_header_version_is_read_by_its_meta_and_not_written(
-    tmp_path: Path,
-) -> None:
+def test_a_new_file_is_told_apart_from_a_file_that_is_not_a_database(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
-    st = SessionStore(db)
-    sid = build(st, chain("m", 1, 4))
-    st.close()
-    with sqlite3.connect(db) as c:  # as a file written before the header carried the version
-        c.execute("PRAGMA user_version = 0")
-    seen = _statements(db)
-    assert not any(s.startswith(("BEGIN", "INSERT", "PRAGMA user_version =")) for s in seen)
-    again = SessionStore(db)
-    assert again.schema_version == SCHEMA_VERSION
-    assert again.pending_ids(sid, "memory", "ws") == ["m1", "m2", "m3", "m4"]
-    again.close()
+    store = SessionStore(db)  # no meta table yet: version 0, the schema is built
+    assert store.schema_version == SCHEMA_VERSION
+    store.close()
+    with sqlite3.connect(db) as c:
+        assert c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (
+            str(SCHEMA_VERSION),
+        )
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"not a database, not at all " * 100)
+    with pytest.raises(StoreError):
+        SessionStore(bad)
 
 
 def test_the_parent_folder_is_made_when_missing(tmp_path: Path) -> None:

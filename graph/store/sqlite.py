@@ -374,18 +374,16 @@ class SessionStore(BaseStore):
     def _read_version(self) -> int:
         """The file's schema version (0 for a new file), read without taking the write lock.
 
-        A file this library created or migrated also carries the version in its header's
-        ``user_version`` (one read of the first page, no table looked up); a file that does not
-        (written before it did, or by a newer version) is asked its ``meta`` table.
+        One statement: the ``meta`` table is asked directly, and only a file without one (a new
+        file) answers "no such table".
         """
-        c = self.conn
-        (header,) = c.execute("PRAGMA user_version").fetchone()
-        if header == SCHEMA_VERSION:
-            return SCHEMA_VERSION
-        if c.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone():
-            row = c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            return int(row[0]) if row else 0
-        return 0
+        try:
+            row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except sqlite3.OperationalError as e:
+            if not str(e).startswith("no such table"):
+                raise
+            return 0
+        return int(row[0]) if row else 0
 
     def _migrate(self) -> None:
         """Bring the file's schema to :data:`SCHEMA_VERSION`; a current file is only read."""
@@ -409,7 +407,6 @@ class SessionStore(BaseStore):
                     "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
                     (str(SCHEMA_VERSION),),
                 )
-                self.conn.execute(f"PRAGMA user_version = {int(SCHEMA_VERSION)}")
 
     @property
     def schema_version(self) -> int:
