@@ -93,3 +93,21 @@ def test_a_fresh_store_reads_many_pending_nodes_with_their_markers(tmp_path: Pat
     assert cold == warm
     assert sum("search" in n.written for n in cold) == 400
     assert sum("memory" in n.written for n in cold) == 40
+
+
+def test_a_store_opened_through_a_symlinked_folder_sees_other_writers(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "linked").symlink_to(real, target_is_directory=True)
+    st = SessionStore(real / "s.db")
+    sid = build(st, chain("m", 1, 3))
+    st.close()
+    reader = SessionStore(tmp_path / "linked" / "s.db")
+    try:
+        assert reader.index(sid).head == "m3"
+        writer = SessionStore(real / "s.db")
+        writer.append(sid, "m4", role="assistant", id="m4")
+        writer.close()
+        assert reader.index(sid).head == "m4"  # the WAL index is the same file either way
+    finally:
+        reader.close()

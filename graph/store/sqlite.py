@@ -365,7 +365,10 @@ class SessionStore(BaseStore):
             self._migrate()
         if str(mode).lower() == "wal" and self.path not in (":memory:", ""):
             try:
-                self._wal_index = os.open(os.path.realpath(self.path) + "-shm", os.O_RDONLY)
+                # SQLite names the WAL index after the file a symlink leads to; a symlinked
+                # folder leads to the same file either way, so only a linked file is resolved.
+                real = os.path.realpath(self.path) if os.path.islink(self.path) else self.path
+                self._wal_index = os.open(real + "-shm", os.O_RDONLY)
             except OSError:
                 pass  # no shared WAL index to read: every check asks PRAGMA data_version
 
