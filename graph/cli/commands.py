@@ -23,7 +23,6 @@ small store start quickly.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from collections.abc import Iterable
@@ -95,10 +94,6 @@ def _console(stderr: bool = False) -> Console:
     from rich.console import Console
 
     return Console(stderr=stderr, highlight=False)
-
-
-def _expand(path: str | Path) -> Path:
-    return Path(os.path.expanduser(str(path)))
 
 
 def _show_version(value: bool) -> None:
