@@ -708,6 +708,16 @@ class IndexView(IndexQueries):
         return self._live.rev
 
     @property
+    def identity(self) -> int:
+        """A number naming the cached index this view reads through (not the view itself).
+
+        Views of one cached index share it however many are handed out; an index built anew (the
+        first read in a process, after a rollback, :meth:`~graph.store.base.BaseStore.rebuild_index`)
+        has another, so an answer kept under ``(identity, rev)`` is never served for a rebuilt index.
+        """
+        return id(self._live)
+
+    @property
     def rewound(self) -> int:
         """How many nodes are stamped rewound."""
         return self._live.rewound

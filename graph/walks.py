@@ -34,6 +34,7 @@ __all__ = [
     "MarkerGap",
     "PendingWalk",
     "branch_ids",
+    "branch_messages_after",
     "context_ids",
     "fork_count",
     "find_marker_gap",
@@ -41,6 +42,8 @@ __all__ = [
     "live_tips",
     "marker_gaps",
     "pending_ids",
+    "root_count",
+    "summary_count",
     "walk_pending",
 ]
 
@@ -247,6 +250,39 @@ def branch_ids(index: Index, head: str | None) -> list[str]:
             n = pred[n]
     out.reverse()
     return out
+
+
+def branch_messages_after(
+    index: Index, head: str | None, stop: str | None
+) -> tuple[list[str], bool]:
+    """Return the messages of ``head``'s branch newer than ``stop``, oldest first, rewound ones left out.
+
+    The walk goes back from ``head`` and ends at ``stop`` (not included) or at the root.
+
+    Returns:
+        The message ids, and whether the walk met ``stop`` (False: they are the whole branch's, what
+        :func:`branch_ids` filtered to messages gives).
+    """
+    out: list[str] = []
+    pred, bits = index.pred, index.bits
+    live = KIND_MASK | REWOUND
+    n = head
+    while n is not None and n != stop:
+        if bits[n] & live == _MESSAGE:
+            out.append(n)
+        n = pred[n]
+    out.reverse()
+    return out, n is not None
+
+
+def root_count(index: Index) -> int:
+    """How many nodes have no predecessor."""
+    return list(index.pred.values()).count(None)
+
+
+def summary_count(index: Index) -> int:
+    """How many nodes are compaction summaries (with covers or without)."""
+    return sum(1 for b in index.bits.values() if b & KIND_MASK == _SUMMARY)
 
 
 def is_ancestor(index: Index, ancestor: str, node: str | None) -> bool:

@@ -125,7 +125,7 @@ def _messages_of(index: IndexView, ids: list[str]) -> list[str]:
     return [n for n in ids if index.is_message(n)]
 
 
-def _info(store: BaseStore, session_id: str) -> SessionInfo:
+def _info(store: BaseStore, session_id: str, messages: Sequence[str] | None = None) -> SessionInfo:
     # Counted and found by the store's queries in a fresh process: listing thirty sessions builds
     # none of their indexes (a million-node session costs its branch walk, not its graph).
     session = store.session(session_id)
@@ -135,7 +135,7 @@ def _info(store: BaseStore, session_id: str) -> SessionInfo:
         created_at=session.created_at,
         updated_at=session.updated_at,
         head=session.head,
-        messages=store.message_count(session_id),
+        messages=store.message_count(session_id) if messages is None else len(messages),
         live_tips=tuple(store.tips(session_id)),
         parent_session=session.parent_session,
     )
@@ -156,13 +156,21 @@ def recent_sessions(store: BaseStore, limit: int | None = LOOKUP_MAX_SESSIONS) -
     return [_info(store, s.id) for s in store.sessions(n)]
 
 
-def open_session(store: BaseStore, session_id: str) -> SessionInfo:
+def open_session(
+    store: BaseStore, session_id: str, *, messages: Sequence[str] | None = None
+) -> SessionInfo:
     """Open one session by id: its title, times, head, transcript length and live tips.
+
+    Args:
+        store: The session store.
+        session_id: The session.
+        messages: :func:`branch_messages` of the session as it is now, when the caller keeps it (a
+            server does): the transcript length is its length instead of a walk of the branch.
 
     Raises:
         UnknownSessionError: no session has this id.
     """
-    return _info(store, session_id)
+    return _info(store, session_id, messages)
 
 
 def _note(
@@ -243,7 +251,7 @@ def read_transcript(
     """
     n = clamp_count(count)
     if messages is not None and (before is None or before in messages):
-        ids = list(messages)
+        ids = messages
         end = ids.index(before) if before is not None else len(ids)
         first = max(0, end - n)
         tail = MessageTail([NodeId(i) for i in ids[first:end]], newer=len(ids) - end, older=first)

@@ -23,7 +23,6 @@ small store start quickly.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from collections.abc import Iterable
@@ -34,7 +33,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from graph.cli.arguments import RepeatedArgumentsCommand
-from graph.errors import GraphError
+from graph.cli.quick import default_db, exit_for, list_sessions, open_target, target_of
 from graph.terminal import (
     AmbiguousReferenceError,
     CommandLineError,
@@ -97,25 +96,6 @@ def _console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, highlight=False)
 
 
-def _expand(path: str | Path) -> Path:
-    return Path(os.path.expanduser(str(path)))
-
-
-def default_db() -> Path | str:
-    """Return the store used without ``--db``: ``$SESSIONGRAPH_DB`` (``~`` expanded) or the user data dir.
-
-    Either names a SQLite file or a ``postgresql://`` URL (see :func:`graph.store.open_store`).
-    """
-    env = os.environ.get("SESSIONGRAPH_DB")
-    if env:
-        from graph.store import is_postgres_url
-
-        return env if is_postgres_url(env) else _expand(env)
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("sessiongraph")) / "sessiongraph.db"
-
-
 def _show_version(value: bool) -> None:
     from graph.cli.launch import version
 
@@ -149,9 +129,7 @@ def _root(
     ] = False,
 ) -> None:
     settings.quiet = quiet
-    from graph.store import is_postgres_url
-
-    target = (db if is_postgres_url(db) else _expand(db)) if db else default_db()
+    target = target_of(db)
     ctx.obj = {"db": target, "db_arg": db}
 
 
@@ -162,27 +140,7 @@ def open_store(ctx: typer.Context | None) -> BaseStore:
         CommandLineError: the file or its folder cannot be created or opened, or the database
             cannot be reached.
     """
-    from graph.errors import StoreError
-    from graph.store import is_postgres_url
-    from graph.store import open_store as open_target
-
-    target = ctx.obj["db"] if ctx and ctx.obj else default_db()
-    if is_postgres_url(target):
-        try:
-            return open_target(str(target))
-        except (StoreError, ImportError) as e:
-            raise CommandLineError("--db", f"cannot open the PostgreSQL store ({e})") from None
-    path = Path(target)
-    if path.is_dir():
-        raise CommandLineError(f"--db {path}", "is a directory, not a store file")
-    try:
-        return open_target(path)
-    except OSError as e:
-        raise CommandLineError(
-            f"--db {path}", f"cannot create its folder: {e.strerror or e}"
-        ) from None
-    except StoreError as e:
-        raise CommandLineError(f"--db {path}", f"cannot open the store ({e})") from None
+    return open_target(ctx.obj["db"] if ctx and ctx.obj else default_db())
 
 
 def resolve_session(store: BaseStore, ref: str) -> Session:
@@ -385,56 +343,15 @@ def sessions(
     store with million-node sessions lists as quickly as a small one ('show' and 'open' give
     the tips and forks). An empty store says how to fill it.
     """
-    from graph import plain_table
-    from graph.plain_table import Column
-
-    store = open_store(ctx)
-    rows = store.sessions(
-        limit,
+    list_sessions(
+        open_store(ctx),
+        limit=limit,
         runtime=runtime,
         project=_project(project),
         since=None if since is None else parse_since(since),
+        full=full,
+        json=json,
     )
-    if json:
-        _dump([s.model_dump(mode="json") | {"nodes": store.node_count(s.id)} for s in rows])
-        return
-    if not rows:
-        filtered = runtime is not None or project is not None or since is not None
-        print(
-            "no sessions match"
-            if filtered
-            else "no sessions; import some with `sessiongraph import`"
-        )
-        return
-    shorts = session_short_forms(store)
-
-    def name(sid: str | None) -> str:
-        return "" if not sid else sid if full else shorts.get(sid, sid)
-
-    width = plain_table.terminal_width()
-    # Titles get the room: at under 100 columns the update time drops its century and year.
-    stamp = "%m-%d %H:%M" if width < 100 else "%Y-%m-%d %H:%M"
-    spawned = any(s.parent_session for s in rows)
-    ids = Column("session", "fold" if full else "fixed", minimum=12)
-    columns = [
-        ids,
-        Column("title", "wrap", minimum=20),
-        Column("updated"),
-        Column("nodes", right=True),
-    ]
-    if spawned:
-        columns.append(Column("spawned from", ids.mode, minimum=12))
-    table = [
-        [
-            visible(name(s.id)),
-            visible(" ".join(s.title.split())),
-            s.updated_at.strftime(stamp),
-            str(store.node_count(s.id)),
-            *([visible(name(s.parent_session))] if spawned else []),
-        ]
-        for s in rows
-    ]
-    print(plain_table.render(columns, table, width))
 
 
 def _snippet(hit: SearchHit) -> Text:
@@ -779,23 +696,8 @@ def main(argv: list[str] | None = None) -> None:
     except clicks.ClickException as e:
         _report(e.format_message())
         raise SystemExit(e.exit_code) from None
-    except GraphError as e:
-        _report(str(e))
-        raise SystemExit(1) from None
-    except OSError as e:
-        _report(f"{e.filename}: {e.strerror}" if e.filename else str(e))
-        raise SystemExit(1) from None
-    except KeyboardInterrupt:
-        _report("interrupted")
-        raise SystemExit(130) from None
-    except Exception as e:
-        if os.environ.get("SESSIONGRAPH_DEBUG"):
-            raise
-        _report(
-            f"internal error: {type(e).__name__}: {e} "
-            "(a bug; SESSIONGRAPH_DEBUG=1 shows the traceback)"
-        )
-        raise SystemExit(70) from None
+    except (Exception, KeyboardInterrupt) as e:  # a command's failure: one error line
+        exit_for(e)
     if isinstance(code, int) and code:
         raise SystemExit(code)
 

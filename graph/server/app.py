@@ -32,6 +32,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from graph import walks
 from graph.errors import GraphError
 from graph.server.security import SecurityMiddleware
 from graph.store.base import BaseStore
@@ -158,9 +159,10 @@ class Memo:
     """Answers computed from a session's index, kept until that index changes (LRU, bounded).
 
     Counting a session's forks, rewound nodes and live tips walks every node; a list of sessions
-    would pay it per session on every request. The key carries the index's identity and revision
-    (which every append, head move, rewind and marker write bumps), so a changed session is
-    recomputed and an unchanged one is not.
+    would pay it per session on every request. The key carries the identity of the store's cached
+    index (:attr:`graph.index.IndexView.identity`, not the view's, which is new on every call) and
+    its revision (which every append, head move, rewind and marker write bumps) and size, so a
+    changed session is recomputed and an unchanged one is not, however many requests ask.
     """
 
     def __init__(self, size: int = 1024) -> None:
@@ -171,7 +173,7 @@ class Memo:
     def index_key(store: BaseStore, session_id: str) -> tuple[Hashable, ...]:
         """The key of a session's index as it is now (its identity, revision and size)."""
         idx = store.index(session_id)
-        return (session_id, id(idx), idx.rev, len(idx))
+        return (session_id, idx.identity, idx.rev, len(idx))
 
     def get(self, key: Hashable, compute: Callable[[], Any]) -> Any:
         """The answer kept for ``key``, or ``compute()`` kept for it."""
@@ -180,10 +182,54 @@ class Memo:
             return self._data[key]
         except KeyError:
             value = compute()
-            self._data[key] = value
-            if len(self._data) > self._size:
-                self._data.popitem(last=False)
+            self._keep(key, value)
             return value
+
+    def _keep(self, key: Hashable, value: Any) -> None:
+        self._data[key] = value
+        self._data.move_to_end(key)
+        if len(self._data) > self._size:
+            self._data.popitem(last=False)
+
+    def messages(self, store: BaseStore, session_id: str) -> tuple[str, ...]:
+        """The message ids of the session's head's branch, oldest first, rewound nodes left out.
+
+        What :func:`graph.walks.branch_ids` filtered to messages answers, kept per session. When the
+        session changed only by growing at its head (the old head is an ancestor of the new one and
+        no node was stamped rewound since), the kept list is extended by the walk from the new head
+        back to the old one: a transcript of a live session costs what was appended, not its
+        branch. Anything else (a fork, a rewind, a rebuilt index) walks the branch again.
+
+        Raises:
+            UnknownSessionError: no such session.
+        """
+        idx = store.index(session_id)
+        now = (idx.identity, idx.rev, len(idx))
+        key = ("messages", session_id)
+        kept: _KeptMessages | None = self._data.get(key)
+        if kept is not None and kept.state == now:
+            self._data.move_to_end(key)
+            return kept.ids
+        stop = (
+            kept.head
+            if kept is not None and kept.state[0] == now[0] and kept.rewound == idx.rewound
+            else None
+        )
+        newer, met = walks.branch_messages_after(idx, idx.head, stop)
+        older = kept.ids if kept is not None and stop is not None and met else ()
+        ids = (*older, *newer)
+        self._keep(key, _KeptMessages(now, idx.rewound, idx.head, ids))
+        return ids
+
+
+@dataclass(frozen=True)
+class _KeptMessages:
+    """A branch's message ids as :meth:`Memo.messages` saw them: the index's state and head."""
+
+    state: tuple[int, int, int]
+    rewound: int
+    head: str | None
+    ids: tuple[str, ...]
 
 
 @dataclass(frozen=True)

@@ -252,26 +252,33 @@ def pending_walk_query(eligible: Eligible, param: Callable[[str], str]) -> str:
         param: Spells a named parameter in the driver's style (``:head`` or ``%(head)s``).
     """
     test = sql_bit_tests("n.bits", eligible)
+    # Each subquery is written once: a fresh process prepares this statement on every cold walk,
+    # and its preparation, not the dozen rows it walks, is most of its cost. The last covered node
+    # is looked up for summaries alone (no other node has covers); the rewound stamp is one join.
     last = (
-        "(SELECT c.node_id FROM covers c WHERE c.summary_id = n.id"
-        " ORDER BY c.position DESC LIMIT 1)"
+        f"CASE WHEN {test.summary} THEN (SELECT c.node_id FROM covers c"
+        " WHERE c.summary_id = n.id ORDER BY c.position DESC LIMIT 1) END"
     )
-    rewound = "EXISTS (SELECT 1 FROM rewound r WHERE r.node_id = n.id)"
     columns = (
-        f"n.id, n.predecessor, n.bits, {last} AS last, {rewound} AS rewound,"
-        f" CASE WHEN {test.summary} AND {test.sibling}"
-        f" THEN coalesce({last}, n.predecessor) ELSE n.predecessor END AS next,"
-        f" {test.eligible} AND NOT ({test.summary} AND {last} IS NOT NULL)"
-        f" AND NOT {rewound}"
+        f"n.id, n.predecessor, n.bits, {last} AS last, r.node_id IS NOT NULL AS rewound,"
+        f" {test.eligible} AND r.node_id IS NULL"
         " AND EXISTS (SELECT 1 FROM marks m WHERE m.node_id = n.id"
         f" AND m.provider = {param('p')} AND m.value = {param('v')}) AS stop"
     )
+    stamp = "LEFT JOIN rewound r ON r.node_id = n.id"
+    # the next node: a sibling-layout summary's last covered node, else the predecessor
+    sibling = sql_bit_tests("up.bits", eligible).sibling
+    step = f"CASE WHEN {sibling} AND up.last IS NOT NULL THEN up.last ELSE up.predecessor END"
     sid = param("sid")
+    # An eligible summary with covers never stops the walk (its covered nodes stand for it): the
+    # recursion goes on past it, as past any row whose ``stop`` is false.
+    go_on = "(NOT up.stop OR up.last IS NOT NULL)"
     return (
-        f"WITH RECURSIVE up AS (SELECT {columns} FROM nodes n WHERE n.id = {param('head')}"
-        f" AND n.session_id = {sid} UNION ALL SELECT {columns} FROM up"
-        f" JOIN nodes n ON n.id = up.next WHERE NOT up.stop AND n.session_id = {sid})"
-        " SELECT id, predecessor, bits, last, rewound, stop FROM up"
+        f"WITH RECURSIVE up AS (SELECT {columns} FROM nodes n {stamp}"
+        f" WHERE n.id = {param('head')} AND n.session_id = {sid}"
+        f" UNION ALL SELECT {columns} FROM up JOIN nodes n ON n.id = {step} {stamp}"
+        f" WHERE {go_on} AND n.session_id = {sid})"
+        " SELECT id, predecessor, bits, last, rewound, stop AND last IS NULL FROM up"
     )
 
 
@@ -1706,10 +1713,10 @@ class BaseStore(ABC):
         idx = self._index(session_id)
         return SessionStats(
             nodes=len(idx),
-            roots=sum(1 for p in idx.pred.values() if p is None),
+            roots=walks.root_count(idx),
             forks=walks.fork_count(idx),
             rewound=idx.rewound,
-            summaries=sum(1 for n in idx.pred if idx.is_summary(n)),
+            summaries=walks.summary_count(idx),
             live_tips=len(walks.live_tips(idx)),
             spawned=len(self.spawns(session_id)),
         )

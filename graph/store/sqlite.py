@@ -26,6 +26,7 @@ import sys
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -76,12 +77,22 @@ if TYPE_CHECKING:
 
 __all__ = ["FTS_PREFIXES", "MIGRATIONS", "SCHEMA_VERSION", "SessionStore"]
 
-_CHUNK = 500  # ids per IN (...) query, under SQLite's variable limit
+_IDS_PER_QUERY = 500  # ids per IN (...) query, under SQLite's variable limit (999 before 3.32)
 
 _FETCH = 50_000  # rows per fetch of a full index build (bounds the rows held at once)
 
 _DELETIONS = "SELECT coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key='deletions'), 0)"
 """How many times sessions were deleted from the file (``meta``'s ``deletions``, absent until the first)."""
+
+
+@lru_cache(maxsize=32)
+def _pending_sql(eligible: Eligible) -> str:
+    """The cold pending walk's SQL for ``eligible``, spelled once per process.
+
+    A cold walk runs once per store, so a fresh store would otherwise spell it on every first read.
+    """
+    return pending_walk_query(eligible, lambda n: f":{n}")
+
 
 _WAL_HEADER = 48
 """Bytes of the WAL-index header every commit rewrites (SQLite's ``WalIndexHdr``, first copy)."""
@@ -362,8 +373,9 @@ class SessionStore(BaseStore):
     ) -> None:
         super().__init__()
         self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        parent = os.path.dirname(self.path) if self.path != ":memory:" else ""
+        if parent and not os.path.isdir(parent):  # one stat on every open, a mkdir on the first
+            Path(parent).mkdir(parents=True, exist_ok=True)
         with _translated():
             self.conn = sqlite3.connect(
                 self.path, isolation_level=None, timeout=timeout, check_same_thread=False
@@ -380,19 +392,28 @@ class SessionStore(BaseStore):
             self._migrate()
         if str(mode).lower() == "wal" and self.path not in (":memory:", ""):
             try:
-                self._wal_index = os.open(os.path.realpath(self.path) + "-shm", os.O_RDONLY)
+                # SQLite names the WAL index after the file a symlink leads to; a symlinked
+                # folder leads to the same file either way, so only a linked file is resolved.
+                real = os.path.realpath(self.path) if os.path.islink(self.path) else self.path
+                self._wal_index = os.open(real + "-shm", os.O_RDONLY)
             except OSError:
                 pass  # no shared WAL index to read: every check asks PRAGMA data_version
 
     # ---------------------------------------------------------------- schema
 
     def _read_version(self) -> int:
-        """The file's schema version (0 for a new file), read without taking the write lock."""
-        c = self.conn
-        if c.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone():
-            row = c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            return int(row[0]) if row else 0
-        return 0
+        """The file's schema version (0 for a new file), read without taking the write lock.
+
+        One statement: the ``meta`` table is asked directly, and only a file without one (a new
+        file) answers "no such table".
+        """
+        try:
+            row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except sqlite3.OperationalError as e:
+            if not str(e).startswith("no such table"):
+                raise
+            return 0
+        return int(row[0]) if row else 0
 
     def _migrate(self) -> None:
         """Bring the file's schema to :data:`SCHEMA_VERSION`; a current file is only read."""
@@ -514,7 +535,11 @@ class SessionStore(BaseStore):
             header = os.pread(self._wal_index, _WAL_HEADER, 0)
             if header == self._wal_header:
                 return False
-            self._wal_header = header
+            first, self._wal_header = not self._wal_header, header
+            if first:
+                # The first check of this store: nothing it read before can be stale, so the
+                # statement waits for the header's first change (answered "changed" then, too).
+                return True
         (v,) = self.conn.execute("PRAGMA data_version").fetchone()
         if v != self._data_version:
             self._data_version = v
@@ -1045,7 +1070,7 @@ class SessionStore(BaseStore):
         leads to its last covered node, every other row to its predecessor. The rows come back as a
         partial index the walk of :func:`graph.walks.walk_pending` then reads as it reads the whole.
         """
-        sql = pending_walk_query(eligible, lambda n: f":{n}")
+        sql = _pending_sql(eligible)
         part = SessionIndex(session_id)
         with _translated():
             part.head = self._walk_start(session_id, head)
@@ -1069,18 +1094,18 @@ class SessionStore(BaseStore):
         found: dict[str, dict[str, list[str]]] = {}
         rewound: set[str] = set()
         with _translated():
-            for chunk in _chunks(ids):
+            for chunk in _chunks(ids, _IDS_PER_QUERY // 2):  # each id is bound twice
                 marks = ",".join("?" * len(chunk))
+                # one statement for both: a cold read prepares every statement it runs
                 for nid, provider, value in self.conn.execute(
-                    f"SELECT node_id, provider, value FROM marks WHERE node_id IN ({marks})", chunk
+                    f"SELECT node_id, provider, value FROM marks WHERE node_id IN ({marks})"
+                    f" UNION ALL SELECT node_id, NULL, NULL FROM rewound WHERE node_id IN ({marks})",
+                    chunk + chunk,
                 ):
-                    found.setdefault(nid, {}).setdefault(provider, []).append(value)
-                rewound.update(
-                    r[0]
-                    for r in self.conn.execute(
-                        f"SELECT node_id FROM rewound WHERE node_id IN ({marks})", chunk
-                    )
-                )
+                    if provider is None:
+                        rewound.add(nid)
+                    else:
+                        found.setdefault(nid, {}).setdefault(provider, []).append(value)
         written = {
             n: {p: tuple(sorted(vs)) for p, vs in sorted(pm.items())} for n, pm in found.items()
         }
@@ -1193,6 +1218,6 @@ _INSERT_NODE = (
 )
 
 
-def _chunks(ids: Sequence[str]) -> Iterator[list[str]]:
-    for i in range(0, len(ids), _CHUNK):
-        yield list(ids[i : i + _CHUNK])
+def _chunks(ids: Sequence[str], size: int = _IDS_PER_QUERY) -> Iterator[list[str]]:
+    for i in range(0, len(ids), size):
+        yield list(ids[i : i + size])

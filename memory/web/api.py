@@ -59,7 +59,7 @@ from memory.changes import (
 )
 from memory.editing import EditError
 from memory.errors import RejectedError, Rejection, UnknownRecordError, WorkspaceBusyError
-from memory.lookup import branch_messages, latest_message, open_session, read_transcript
+from memory.lookup import latest_message, open_session, read_transcript
 from memory.markdown import render_markdown
 from memory.reading import record_view, record_views, search_page
 from memory.tombstones import (
@@ -178,7 +178,7 @@ def routes(handle: MemoryHandle, store: BaseStore, memo: Memo | None = None) -> 
 
     def info(s: Session) -> Any:
         key = ("lookup", *Memo.index_key(store, s.id), s.updated_at, s.title, s.head)
-        return memo.get(key, lambda: open_session(store, s.id))
+        return memo.get(key, lambda: open_session(store, s.id, messages=memo.messages(store, s.id)))
 
     def session_id(request: Request) -> str:
         sid: str = request.path_params["session_id"]
@@ -204,9 +204,7 @@ def routes(handle: MemoryHandle, store: BaseStore, memo: Memo | None = None) -> 
             except ValueError:
                 raise ApiError(422, "MALFORMED", f"count must be an integer, got {raw!r}") from None
         before = request.query_params.get("before") or None
-        msgs = memo.get(
-            ("messages", *Memo.index_key(store, sid)), lambda: branch_messages(store, sid)
-        )
+        msgs = memo.messages(store, sid)
         try:
             window = read_transcript(store, sid, count, before, messages=msgs)
         except UnknownNodeError:
