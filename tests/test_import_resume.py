@@ -31,6 +31,7 @@ from graph.importers.resume import FileState, state_key
 from graph.store.base import BaseStore
 from graph.store.in_memory import MemorySessionStore
 from graph.store.sqlite import MIGRATIONS, SCHEMA_VERSION
+from tests.importkit import dump
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("SESSIONGRAPH_CORPUS", ROOT.parent / "shared" / "corpus"))
@@ -41,22 +42,6 @@ def _claude_files() -> list[Path]:
     found = [p for p in found if "claude-code" in p.parts and not claude_code.is_agent_file(p)]
     found.append(ROOT / "examples" / "claude-code-session.jsonl")
     return found
-
-
-def dump(store: BaseStore) -> dict[str, Any]:
-    """Everything an import decides: sessions (title, head, metadata, links) and their nodes."""
-    out: dict[str, Any] = {}
-    for s in store.sessions():
-        idx = store.index(s.id)
-        nodes = {
-            n.id: (n.predecessor, n.kind, n.role, n.content, dict(n.metadata), n.covers)
-            for n in store.nodes(s.id)
-        }
-        rewound = sorted(i for i in idx.pred if idx.is_rewound(i))
-        meta = dict(s.metadata)
-        meta.pop("path", None)
-        out[s.id] = (s.title, s.head, meta, s.spawned_from, s.parent_session, nodes, rewound)
-    return out
 
 
 def _full_only(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,27 +21,12 @@ from graph import SessionStore
 from graph.importers import codex
 from graph.store.base import BaseStore
 from graph.store.in_memory import MemorySessionStore
+from tests.importkit import dump
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("SESSIONGRAPH_CORPUS", ROOT.parent / "shared" / "corpus"))
 FILES = sorted((ROOT / "tests" / "fixtures" / "codex").glob("*.jsonl"))
 SID = "0199a000-0000-7000-8000-000000000001"
-
-
-def dump(store: BaseStore) -> dict[str, Any]:
-    """What an import decides: sessions (title, head, metadata) and their nodes."""
-    out: dict[str, Any] = {}
-    for s in store.sessions():
-        idx = store.index(s.id)
-        nodes = {
-            n.id: (n.predecessor, n.kind, n.role, n.content, dict(n.metadata), n.covers)
-            for n in store.nodes(s.id)
-        }
-        meta = dict(s.metadata)
-        meta.pop("path", None)
-        rewound = sorted(i for i in idx.pred if idx.is_rewound(i))
-        out[s.id] = (s.title, s.head, meta, nodes, rewound)
-    return out
 
 
 def _full_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:

@@ -21,24 +21,11 @@ from graph import SessionStore
 from graph.importers import pi
 from graph.store.base import BaseStore
 from graph.store.in_memory import MemorySessionStore
+from tests.importkit import dump
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("SESSIONGRAPH_CORPUS", ROOT.parent / "shared" / "corpus"))
 FILES = sorted((ROOT / "tests" / "fixtures" / "pi").glob("*.jsonl"))
-
-
-def dump(store: BaseStore) -> dict[str, Any]:
-    """What an import decides: sessions (title, head, metadata) and their nodes."""
-    out: dict[str, Any] = {}
-    for s in store.sessions():
-        nodes = {
-            n.id: (n.predecessor, n.kind, n.role, n.content, dict(n.metadata), n.covers)
-            for n in store.nodes(s.id)
-        }
-        meta = dict(s.metadata)
-        meta.pop("path", None)
-        out[s.id] = (s.title, s.head, meta, nodes)
-    return out
 
 
 def _full_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:

@@ -28,7 +28,7 @@ import pytest
 from graph.importers import codex
 from graph.store.base import BaseStore
 from graph.store.in_memory import MemorySessionStore
-from tests.test_import_resume_codex import dump
+from tests.importkit import cut_then_whole, dump
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("SESSIONGRAPH_CORPUS", ROOT.parent / "shared" / "corpus"))
@@ -104,15 +104,6 @@ def _rollouts() -> list[Path]:
     return sorted(FIXTURES.glob("*.jsonl")) + corpus
 
 
-def _cut_then_whole(path: Path, data: bytes, cut: int) -> BaseStore:
-    store = MemorySessionStore()
-    path.write_bytes(data[:cut])
-    codex.import_file(store, path)
-    path.write_bytes(data)
-    codex.import_file(store, path)
-    return store
-
-
 @pytest.mark.parametrize("path", _rollouts(), ids=lambda p: p.name)
 def test_a_rollout_read_while_written_ends_as_a_fresh_read_of_the_whole_file(
     path: Path, tmp_path: Path
@@ -124,7 +115,9 @@ def test_a_rollout_read_while_written_ends_as_a_fresh_read_of_the_whole_file(
     codex.import_file(fresh, grown)
     expected = dump(fresh)
     for cut in _cuts(data):
-        assert dump(_cut_then_whole(grown, data, cut)) == expected, f"cut at byte {cut}"
+        assert dump(cut_then_whole(codex.import_file, grown, data, cut)) == expected, (
+            f"cut at byte {cut}"
+        )
 
 
 def _after_prompts_and_echoes(data: bytes, most: int = 6) -> list[int]:
@@ -153,7 +146,9 @@ def test_a_real_rollout_cut_between_a_prompt_and_its_echo_ends_as_a_fresh_read(
     codex.import_file(fresh, path)
     expected = dump(fresh)
     for cut in _after_prompts_and_echoes(data):
-        assert dump(_cut_then_whole(path, data, cut)) == expected, f"{gz.name} cut at byte {cut}"
+        assert dump(cut_then_whole(codex.import_file, path, data, cut)) == expected, (
+            f"{gz.name} cut at byte {cut}"
+        )
 
 
 def test_a_prompt_read_before_its_echo_waits_for_it(tmp_path: Path) -> None:

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
 
 from graph.importers import pi
 from graph.store.in_memory import MemorySessionStore
-from tests.test_import_resume_pi import dump
+from tests.importkit import cut_then_whole, dump
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("SESSIONGRAPH_CORPUS", ROOT.parent / "shared" / "corpus"))
@@ -47,16 +46,6 @@ def _cuts(data: bytes) -> list[tuple[int, int]]:
     return out
 
 
-def _after_cut(path: Path, data: bytes, cut: int) -> dict[str, Any]:
-    """What a store holds after importing ``data[:cut]`` at ``path``, then all of ``data``."""
-    store = MemorySessionStore()
-    path.write_bytes(data[:cut])
-    pi.import_file(store, path)
-    path.write_bytes(data)
-    pi.import_file(store, path)
-    return dump(store)
-
-
 @pytest.mark.parametrize("path", _files(), ids=lambda p: p.name)
 def test_a_torn_last_line_read_again_complete_leaves_what_a_fresh_read_stores(
     path: Path, tmp_path: Path
@@ -68,12 +57,14 @@ def test_a_torn_last_line_read_again_complete_leaves_what_a_fresh_read_stores(
     pi.import_file(fresh, grown)
     expected = dump(fresh)
     for cut, start in _cuts(data):
-        got = _after_cut(grown, data, cut)
+        got = dump(cut_then_whole(pi.import_file, grown, data, cut))
         if path.name in OUT_OF_ORDER and got != expected:
             # Complete objects before the cut decide; the torn line adds nothing to them.
             whole = data[start:cut].rstrip(b"\n")
             boundary = cut if _is_whole(whole) else start
-            assert got == _after_cut(grown, data, boundary), f"{path.name} cut at byte {cut}"
+            assert got == dump(cut_then_whole(pi.import_file, grown, data, boundary)), (
+                f"{path.name} cut at byte {cut}"
+            )
         else:
             assert got == expected, f"{path.name} cut at byte {cut}"
 
