@@ -34,8 +34,10 @@ The mapping:
   copied: the copy reads as unwritten, like any session copied elsewhere.
 - The ``messages`` channel (LangChain messages merged by ``add_messages``) becomes **message nodes**.
   Each message id not in the parent checkpoint's list is a new node (id ``"<session>/m/<message id>"``,
-  or ``.../m/<message id>@<checkpoint_id>`` when a regenerated message of that id already sits on
-  another branch), following the previous node of the checkpoint's branch. Roles: human -> user,
+  or ``.../m/<message id>@<checkpoint_id>`` when a message of that id already sits on another branch,
+  or after the same checkpoint with other content: a regenerated answer), following the previous node
+  of the checkpoint's branch. The messages of a list take the parent's nodes of their ids in list
+  order, so an id listed twice keeps two nodes. Roles: human -> user,
   ai -> assistant, system -> system, tool -> tool; text parts of list contents are joined. Messages of
   the parent's list that are missing from the checkpoint's (``RemoveMessage``, a summarization step)
   are covered by an inline **compaction summary** whose text is the state's ``summary`` channel when
@@ -43,7 +45,9 @@ The mapping:
   memory writer work on a LangGraph thread exactly as on an imported transcript. A message edited in
   place (same id, new content) keeps its first node: node content is immutable.
 - Checkpoint payloads are kept as LangGraph's serializer wrote them (``serde.dumps_typed``): the
-  checkpoint, its metadata and each pending write, never re-encoded into the store's codec.
+  checkpoint, its metadata and each pending write, never re-encoded into the store's codec. Reads
+  decode them as the serializer does, each distinct message once
+  (:class:`~graph.checkpoint_decoding.MessageMemo`).
 
 Deletion: ``delete_thread`` and ``prune(strategy="delete")`` delete the thread's sessions
 (:meth:`~graph.store.base.BaseStore.delete_session`). ``delete_for_runs`` and ``prune(strategy=
