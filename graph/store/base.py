@@ -512,6 +512,18 @@ class BaseStore(ABC):
         """
         return self._db_session(session_id).head
 
+    def _walk_start(self, session_id: str, head: str | None) -> str | None:
+        """The node a walk back over the stored rows starts at: ``head``, else the session's head.
+
+        The session's head is read either way, so a missing session is told apart from a missing
+        node (which the walk's query finds).
+
+        Raises:
+            UnknownSessionError: no such session.
+        """
+        stored = self._db_head(session_id)
+        return head if head is not None else stored
+
     @abstractmethod
     def _db_sessions(
         self, limit: int | None, parent: str | None, keep: SessionFilter = _KEEP_ALL

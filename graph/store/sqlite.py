@@ -973,25 +973,12 @@ class SessionStore(BaseStore):
         return row is not None
 
     def _db_head(self, session_id: str) -> str | None:
-        return self._walk_start(session_id, None)
-
-    def _walk_start(self, session_id: str, head: str | None) -> str | None:
-        """The node a walk back over the stored rows starts at: ``head``, else the session's head.
-
-        The session's row is read either way, so a missing session is told apart from a missing
-        node (which the walk's query finds).
-
-        Raises:
-            UnknownSessionError: no such session.
-        """
         with _translated():
             row = self.conn.execute(
                 "SELECT head FROM sessions WHERE id=?", (session_id,)
             ).fetchone()
         if row is None:
             raise UnknownSessionError(session_id)
-        if head is not None:
-            return head
         return None if row[0] is None else str(row[0])
 
     def _db_latest_message(self, session_id: str, head: str | None) -> NodeId | None:
