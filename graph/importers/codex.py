@@ -81,9 +81,15 @@ from graph.importers._common import (
     stored_ids,
     write_planned,
 )
-from graph.importers.jsonl import Line, LineProblems, ReadPosition, read_jsonl
+from graph.importers.jsonl import Line, LineProblems, ReadPosition
 from graph.importers.report import FileReport
-from graph.importers.resume import FileState, resumed, save_state, without_torn_tail
+from graph.importers.resume import (
+    FileState,
+    nothing_complete_yet,
+    read_complete,
+    resumed,
+    save_state,
+)
 from graph.models import (
     Block,
     Content,
@@ -497,10 +503,8 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
         if resume and resumed(store, path, FORMAT, report, problems, _resume):
             return report
         position = ReadPosition()
-        items = without_torn_tail(list(read_jsonl(path, problems, position)), problems, position)
-        if not items and position.offset < path.stat().st_size:
-            # Its first line (the session_meta, naming the thread) is still being written.
-            report.notes.append("the first line is not complete yet: nothing stored")
+        items = read_complete(path, problems, position)
+        if nothing_complete_yet(path, items, position, report):
             return report
         first = next((i for i, line in enumerate(items) if _is_meta(line)), None)
         has_meta = first is not None  # else item positions shift once one is written
@@ -697,7 +701,7 @@ def _resume(
     if not store.has_session(sid):
         return False
     position = saved.position
-    new = without_torn_tail(list(read_jsonl(path, problems, position)), problems, position)
+    new = read_complete(path, problems, position)
     for line in new:
         p = _payload(line)
         if line.data.get("type") in ("compacted", "session_meta") or (

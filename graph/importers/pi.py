@@ -54,10 +54,10 @@ Mapping (pi's session format: a header line, then entries linked by ``id``/``par
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -73,9 +73,15 @@ from graph.importers._common import (
     stored_ids,
     write_planned,
 )
-from graph.importers.jsonl import Line, LineProblems, ReadPosition, read_jsonl
+from graph.importers.jsonl import Line, LineProblems, ReadPosition
 from graph.importers.report import FileReport
-from graph.importers.resume import FileState, resumed, save_state, without_torn_tail
+from graph.importers.resume import (
+    FileState,
+    nothing_complete_yet,
+    read_complete,
+    resumed,
+    save_state,
+)
 from graph.models import Block, Content, Kind, Node, Role, TextBlock, ToolCallBlock, ToolResultBlock
 from graph.store.base import BaseStore
 
@@ -243,10 +249,8 @@ def _import_file(
         if resume and resumed(store, path, FORMAT, report, problems, _resume):
             return report
         position = ReadPosition()
-        lines = without_torn_tail(list(read_jsonl(path, problems, position)), problems, position)
-        if not lines and position.offset < path.stat().st_size:
-            # Its first line (the header, naming the session) is still being written.
-            report.notes.append("the first line is not complete yet: nothing stored")
+        lines = read_complete(path, problems, position)
+        if nothing_complete_yet(path, lines, position, report):
             return report
         head = lines[0].data if lines and lines[0].data.get("type") == "session" else {}
         if head.get("parentSession"):  # its source may be imported first, in the same transaction
@@ -257,6 +261,47 @@ def _import_file(
                 store, report, lambda: _import(store, path, lines, report, importing, position)
             )
     return report
+
+
+class _EntryIds(NamedTuple):
+    """The entries of a read with their node ids, a repeated id dropped.
+
+    pi checks ids for collisions: a repeat is damage, not a node.
+    """
+
+    entries: list[Line]
+    ids: list[str]
+    """Each kept entry's node id, in the entries' order."""
+    raw: dict[str, str]
+    """Node id -> the entry's own id, or ``L<line>[.<k>]`` for an entry without one (v1)."""
+    first_line: dict[str, int]
+    """Node id -> the line it was read from."""
+    skipped: list[tuple[int, str]]
+    """(line, why) of each entry dropped as a repeated id."""
+
+
+def _entry_ids(lines: list[Line], nid: Callable[[str], str], v1: bool) -> _EntryIds:
+    """Number the entries of a read: their own ``id`` (v2 and later) or their line (v1).
+
+    ``nid`` turns an entry's id into its node id (short ids are prefixed with the session).
+    """
+    out = _EntryIds([], [], {}, {}, [])
+    per_line: dict[int, int] = {}
+    for e in lines:
+        k = per_line.get(e.number, 0)
+        per_line[e.number] = k + 1
+        given = None if v1 else e.data.get("id")
+        raw = str(given) if given else f"L{e.number}" + (f".{k}" if k else "")
+        node_id = nid(raw)
+        if node_id in out.first_line:
+            first = out.first_line[node_id]
+            out.skipped.append((e.number, f"duplicate entry id {raw!r} (first on line {first})"))
+            continue
+        out.first_line[node_id] = e.number
+        out.entries.append(e)
+        out.ids.append(node_id)
+        out.raw[node_id] = raw
+    return out
 
 
 def _import(
@@ -287,27 +332,8 @@ def _import(
     def nid(raw: str) -> str:
         return raw if len(raw) >= 32 else f"{sid}/{raw}"
 
-    ids: list[str] = []
-    raw_ids: dict[str, str] = {}
-    per_line: dict[int, int] = {}
-    first_line: dict[str, int] = {}
-    kept_entries: list[Line] = []
-    for e in entries:
-        k = per_line.get(e.number, 0)
-        per_line[e.number] = k + 1
-        given = None if v1 else e.data.get("id")
-        raw = str(given) if given else f"L{e.number}" + (f".{k}" if k else "")
-        node_id = nid(raw)
-        if node_id in first_line:  # pi checks ids for collisions: a repeat is damage, not a node
-            report.skipped.append(
-                (e.number, f"duplicate entry id {raw!r} (first on line {first_line[node_id]})")
-            )
-            continue
-        first_line[node_id] = e.number
-        kept_entries.append(e)
-        ids.append(node_id)
-        raw_ids[node_id] = raw
-    entries = kept_entries
+    entries, ids, raw_ids, first_line, repeats = _entry_ids(entries, nid, v1)
+    report.skipped += repeats
     inside = set(ids)
     known = stored_ids(store, sid)
     covers_of: dict[str, tuple[str, ...]] = dict(store.index(sid).covers) if known else {}
@@ -469,7 +495,7 @@ def _resume(
     if not st.get("resumable") or not isinstance(sid, str) or not store.has_session(sid):
         return False
     position = saved.position
-    lines = without_torn_tail(list(read_jsonl(path, problems, position)), problems, position)
+    lines = read_complete(path, problems, position)
     if lines and lines[0].number == 1 and lines[0].data.get("type") == "session":
         # read again from the start (the file was one unterminated line): its header is no entry
         lines = lines[1:]
@@ -479,27 +505,7 @@ def _resume(
     def nid(raw: str) -> str:
         return raw if len(raw) >= 32 else f"{sid}/{raw}"
 
-    ids: list[str] = []
-    raw_ids: dict[str, str] = {}
-    per_line: dict[int, int] = {}
-    first_line: dict[str, int] = {}
-    entries: list[Line] = []
-    skipped: list[tuple[int, str]] = []
-    for e in lines:
-        k = per_line.get(e.number, 0)
-        per_line[e.number] = k + 1
-        given = e.data.get("id")
-        raw = str(given) if given else f"L{e.number}" + (f".{k}" if k else "")
-        node_id = nid(raw)
-        if node_id in first_line:
-            skipped.append(
-                (e.number, f"duplicate entry id {raw!r} (first on line {first_line[node_id]})")
-            )
-            continue
-        first_line[node_id] = e.number
-        entries.append(e)
-        ids.append(node_id)
-        raw_ids[node_id] = raw
+    entries, ids, raw_ids, first_line, skipped = _entry_ids(lines, nid, False)
     pred: dict[str, str | None] = {}
     for node_id, e in zip(ids, entries, strict=True):
         p = e.data.get("parentId")

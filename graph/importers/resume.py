@@ -45,13 +45,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graph.importers.jsonl import Line, LineProblems, ReadPosition
+from graph.importers.jsonl import Line, LineProblems, ReadPosition, read_jsonl
 from graph.importers.report import FileReport
 from graph.store.base import BaseStore
 
 __all__ = [
     "STATE_VERSION",
     "FileState",
+    "read_complete",
     "resume_point",
     "resumed",
     "save_state",
@@ -272,3 +273,32 @@ def without_torn_tail(
     problems.repaired[:] = [(n, why) for n, why in problems.repaired if n != last]
     problems.skipped.append((last, "torn write (truncated last line)"))
     return [line for line in lines if line.number != last]
+
+
+def read_complete(path: Path, problems: LineProblems, position: ReadPosition) -> list[Line]:
+    """Read ``path`` from ``position`` (:func:`graph.importers.jsonl.read_jsonl`), torn tail dropped.
+
+    The objects of a last line still being written are left for the next import
+    (:func:`without_torn_tail`). ``problems`` and ``position`` are updated as the read goes.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    return without_torn_tail(list(read_jsonl(path, problems, position)), problems, position)
+
+
+def nothing_complete_yet(
+    path: Path, lines: list[Line], position: ReadPosition, report: FileReport
+) -> bool:
+    """Whether a whole read found no complete line in a file that has bytes.
+
+    Its first line (the header naming the session) is still being written: ``report`` says so, and
+    the caller stores nothing.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    if lines or position.offset >= path.stat().st_size:
+        return False
+    report.notes.append("the first line is not complete yet: nothing stored")
+    return True
