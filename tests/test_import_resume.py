@@ -67,21 +67,25 @@ def _copy_with_agents(src: Path, directory: Path) -> Path:
 def _grow_and_compare(
     src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cut: int
 ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
-    lines = src.read_bytes().splitlines(keepends=True)
+    """Import ``src`` cut at byte ``cut``, then grown to its whole: resumed, and read whole.
+
+    Returns the two stores' dumps and the notes of the second imports.
+    """
+    data = src.read_bytes()
     results = []
     notes: list[str] = []
     for mode in ("resume", "full"):
         directory = tmp_path / f"{mode}-{cut}"
         directory.mkdir()
         path = _copy_with_agents(src, directory)
-        path.write_bytes(b"".join(lines[:cut]))
+        path.write_bytes(data[:cut])
         store = MemorySessionStore()
         with monkeypatch.context() as m:
             if mode == "full":
                 _full_only(m)
             import_paths(store, [path])
             with path.open("ab") as f:
-                f.write(b"".join(lines[cut:]))
+                f.write(data[cut:])
             report = import_paths(store, [path])
         assert not [f.error for f in report.files if f.error]
         notes += [n for f in report.files for n in f.notes]
@@ -95,7 +99,8 @@ def test_a_resumed_import_stores_what_a_full_reimport_stores(
 ) -> None:
     lines = src.read_bytes().splitlines(keepends=True)
     for cut in _cuts(lines):
-        resumed, full, _ = _grow_and_compare(src, tmp_path, monkeypatch, cut)
+        at = len(b"".join(lines[:cut]))
+        resumed, full, _ = _grow_and_compare(src, tmp_path, monkeypatch, at)
         assert resumed == full, f"cut after line {cut}"
 
 
@@ -110,7 +115,8 @@ def test_corpus_files_resume_as_a_full_reimport(
     src = CORPUS / "claude-code" / name
     lines = src.read_bytes().splitlines(keepends=True)
     for cut in _cuts(lines, 12):
-        resumed, full, _ = _grow_and_compare(src, tmp_path, monkeypatch, cut)
+        at = len(b"".join(lines[:cut]))
+        resumed, full, _ = _grow_and_compare(src, tmp_path, monkeypatch, at)
         assert resumed == full, f"cut after line {cut}"
 
 
@@ -472,19 +478,5 @@ def test_a_torn_line_completed_later_resumes_as_a_full_reimport(
     ends = [i for i, c in enumerate(data) if c == ord("\n")]
     for end in ends[:: max(1, len(ends) // 12)]:
         cut = end - 1
-        results = []
-        for mode in ("resume", "full"):
-            directory = tmp_path / f"{mode}-{cut}"
-            directory.mkdir()
-            path = _copy_with_agents(src, directory)
-            path.write_bytes(data[:cut])
-            store = MemorySessionStore()
-            with monkeypatch.context() as m:
-                if mode == "full":
-                    _full_only(m)
-                import_paths(store, [path])
-                with path.open("ab") as f:
-                    f.write(data[cut:])
-                import_paths(store, [path])
-            results.append(dump(store))
-        assert results[0] == results[1], f"{src.name} cut at byte {cut}"
+        resumed, full, _ = _grow_and_compare(src, tmp_path, monkeypatch, cut)
+        assert resumed == full, f"{src.name} cut at byte {cut}"
