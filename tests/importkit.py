@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
+
+import pytest
 
 from graph.importers.report import FileReport
 from graph.store.base import BaseStore
 from graph.store.in_memory import MemorySessionStore
 
-__all__ = ["cut_then_whole", "dump"]
+__all__ = ["cut_then_whole", "dump", "full_reads"]
 
 
 def dump(store: BaseStore) -> dict[str, Any]:
@@ -39,3 +42,19 @@ def cut_then_whole(
     path.write_bytes(data)
     importer(store, path)
     return store
+
+
+def full_reads(monkeypatch: pytest.MonkeyPatch, importer: ModuleType) -> list[Path]:
+    """Record every file ``importer``'s full-import path (its ``_import``) reads.
+
+    The resumed path never gets there, so an empty list after an import says it resumed.
+    """
+    seen: list[Path] = []
+    real = importer._import
+
+    def spy(store: BaseStore, path: Path, *args: Any) -> Any:
+        seen.append(path)
+        return real(store, path, *args)
+
+    monkeypatch.setattr(importer, "_import", spy)
+    return seen

@@ -19,27 +19,13 @@ import pytest
 
 from graph import SessionStore
 from graph.importers import codex
-from graph.store.base import BaseStore
 from graph.store.in_memory import MemorySessionStore
-from tests.importkit import dump
+from tests.importkit import dump, full_reads
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("SESSIONGRAPH_CORPUS", ROOT.parent / "shared" / "corpus"))
 FILES = sorted((ROOT / "tests" / "fixtures" / "codex").glob("*.jsonl"))
 SID = "0199a000-0000-7000-8000-000000000001"
-
-
-def _full_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    """Record every file the full-import path reads (the resumed path never gets there)."""
-    seen: list[Path] = []
-    real = codex._import
-
-    def spy(store: BaseStore, path: Path, *args: Any) -> Any:
-        seen.append(path)
-        return real(store, path, *args)
-
-    monkeypatch.setattr(codex, "_import", spy)
-    return seen
 
 
 def _files() -> list[Path]:
@@ -129,7 +115,7 @@ def test_appended_lines_are_read_from_the_offset(
     _write(path, [META, *_turns(0, 30)])
     store = SessionStore(tmp_path / "g.db")
     codex.import_file(store, path)
-    full = _full_reads(monkeypatch)
+    full = full_reads(monkeypatch, codex)
     _write(path, _turns(30, 2), "ab")
     report = codex.import_file(store, path)
     assert full == []
@@ -152,7 +138,7 @@ def test_a_file_changed_before_the_offset_is_read_whole(
     _write(path, objs)
     store = SessionStore(tmp_path / "g.db")
     codex.import_file(store, path)
-    full = _full_reads(monkeypatch)
+    full = full_reads(monkeypatch, codex)
     if change == "rewritten":
         path.write_bytes(path.read_bytes().replace(b"reply 1", b"reply X"))
     elif change == "truncated":
@@ -175,7 +161,7 @@ def test_an_appended_compaction_or_rollback_is_read_whole(
     store, other = MemorySessionStore(), MemorySessionStore()
     codex.import_file(store, path)
     codex.import_file(other, path)
-    full = _full_reads(monkeypatch)
+    full = full_reads(monkeypatch, codex)
     if kind == "compacted":
         item = {"timestamp": _stamp(9), "type": "compacted", "payload": {"message": "so far"}}
     else:
@@ -200,7 +186,7 @@ def test_an_echo_that_may_pair_an_appended_item_waits_for_a_full_read(
     store, other = MemorySessionStore(), MemorySessionStore()
     codex.import_file(store, path)
     codex.import_file(other, path)
-    full = _full_reads(monkeypatch)
+    full = full_reads(monkeypatch, codex)
     _write(path, [turn[0], turn[2]], "ab")
     codex.import_file(store, path)
     assert full == [path]
@@ -239,6 +225,6 @@ def test_a_fork_rollout_is_read_whole_however_it_was_cut(
         with grown.open("ab") as f:
             f.write(b"".join(lines[cut:]))
         with monkeypatch.context() as m:
-            full = _full_reads(m)
+            full = full_reads(m, codex)
             codex.import_file(store, grown)
         assert full == [grown], f"{path.name} cut after line {cut}"

@@ -19,26 +19,12 @@ import pytest
 
 from graph import SessionStore
 from graph.importers import pi
-from graph.store.base import BaseStore
 from graph.store.in_memory import MemorySessionStore
-from tests.importkit import dump
+from tests.importkit import dump, full_reads
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("SESSIONGRAPH_CORPUS", ROOT.parent / "shared" / "corpus"))
 FILES = sorted((ROOT / "tests" / "fixtures" / "pi").glob("*.jsonl"))
-
-
-def _full_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    """Record every file the full-import path reads (the resumed path never gets there)."""
-    seen: list[Path] = []
-    real = pi._import
-
-    def spy(store: BaseStore, path: Path, *args: Any) -> Any:
-        seen.append(path)
-        return real(store, path, *args)
-
-    monkeypatch.setattr(pi, "_import", spy)
-    return seen
 
 
 def _grow_and_compare(path: Path, lines: list[bytes], cut: int, tmp: Path) -> None:
@@ -106,7 +92,7 @@ def test_appended_lines_are_read_from_the_offset(
     _write(path, [HEADER, *_chain(0, 20, None)])
     store = SessionStore(tmp_path / "g.db")
     pi.import_file(store, path)
-    full = _full_reads(monkeypatch)
+    full = full_reads(monkeypatch, pi)
     _write(path, _chain(20, 3, f"{19:08x}"), "ab")
     report = pi.import_file(store, path)
     assert full == []
@@ -125,7 +111,7 @@ def test_a_file_changed_before_the_offset_is_read_whole(
     _write(path, objs)
     store = SessionStore(tmp_path / "g.db")
     pi.import_file(store, path)
-    full = _full_reads(monkeypatch)
+    full = full_reads(monkeypatch, pi)
     if change == "rewritten":  # same length, another text in an early line
         path.write_bytes(path.read_bytes().replace(b"turn 1", b"turn X"))
     elif change == "truncated":
@@ -148,7 +134,7 @@ def test_an_appended_compaction_is_read_whole(
     _write(path, [HEADER, *_chain(0, 10, None)])
     store = MemorySessionStore()
     pi.import_file(store, path)
-    full = _full_reads(monkeypatch)
+    full = full_reads(monkeypatch, pi)
     compaction = {
         "type": "compaction",
         "id": "c0000001",
