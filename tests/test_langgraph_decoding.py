@@ -167,3 +167,19 @@ def test_any_sequence_of_payloads_decodes_as_the_serializer_does(lists: list[lis
     payloads = [_payload(serde, {"messages": msgs}) for msgs in lists]
     for type_, data in payloads + payloads:
         assert memo.loads(type_, data) == serde.loads_typed((type_, data))
+
+
+def test_a_serializer_with_its_own_extension_hook_decodes_for_itself() -> None:
+    calls: list[int] = []
+    plain = JsonPlusSerializer()
+
+    def hook(code: int, data: bytes) -> Any:
+        calls.append(code)
+        return plain._unpack_ext_hook(code, data)
+
+    serde = JsonPlusSerializer(__unpack_ext_hook__=hook)
+    type_, data = _payload(serde, {"messages": _messages()})
+    memo = MessageMemo(serde)
+    for _ in range(2):
+        assert memo.loads(type_, data) == plain.loads_typed((type_, data))
+    assert calls.count(5) == 2 * len(_messages())  # every message decoded by the hook, each read

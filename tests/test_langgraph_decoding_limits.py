@@ -35,7 +35,7 @@ def _payload(serde: JsonPlusSerializer, messages: list[Any]) -> tuple[str, bytes
 
 
 def test_a_message_holding_an_uncopyable_value_decodes() -> None:
-    """MessageMemo deep-copies every decoded message: one holding a lock fails (ValueError) where loads_typed works."""
+    """A message subclass holding what cannot be copied (a lock) decodes as loads_typed does."""
     serde = JsonPlusSerializer()
     type_, data = _payload(serde, [GuardedMessage("hello", id="g1")])
     want = serde.loads_typed((type_, data))
@@ -45,7 +45,7 @@ def test_a_message_holding_an_uncopyable_value_decodes() -> None:
 
 
 def test_get_tuple_reads_a_thread_with_an_uncopyable_message() -> None:
-    """The saver's get_tuple fails on a checkpoint holding such a message (it read back before the memo)."""
+    """The saver reads back a checkpoint holding such a message."""
     saver = SessionGraphSaver(SessionStore())
     cp: Any = empty_checkpoint()
     cp["channel_values"] = {"messages": [GuardedMessage("hello", id="g1")]}
@@ -60,7 +60,7 @@ def test_get_tuple_reads_a_thread_with_an_uncopyable_message() -> None:
 def test_the_kept_messages_take_a_few_times_their_encoded_bytes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The memo bounds encoded bytes only: content-block messages keep ~17x MEMO_BYTES decoded (docs: 'a few times')."""
+    """Messages of many content blocks (small encoded, large decoded) stay within the bound."""
     monkeypatch.setattr(decoding, "MEMO_BYTES", 512 * 1024)
     serde = JsonPlusSerializer()
     messages = [

@@ -32,7 +32,7 @@ def _context(lists: list[list[Any]]) -> list[tuple[str, str]]:
 
 
 def test_removed_duplicate_id_messages_leave_the_context_whichever_path_listed_them() -> None:
-    """A list that does not extend its parent maps duplicate ids to one node (dict(inherited)): a removed one stays in context."""
+    """An id listed twice keeps two nodes on either path, and a removal covers both."""
     w, dup, y = HumanMessage("w", id="w"), HumanMessage("dup", id="x"), AIMessage("y", id="y")
     extended = _context([[dup, dup], [dup, dup, y], [y]])  # the fast path lists both x nodes
     general = _context([[w, dup, dup], [dup, dup, y], [y]])  # w removed: the general path
@@ -41,7 +41,7 @@ def test_removed_duplicate_id_messages_leave_the_context_whichever_path_listed_t
 
 
 def test_a_regenerated_message_with_a_known_id_on_another_branch_is_stored() -> None:
-    """(Pre-existing on main) forking from c0 with message id r edited raises DuplicateNodeError from put."""
+    """A regenerated answer with a known id after the same checkpoint is a node of its own."""
     saver = SessionGraphSaver(SessionStore())
     root: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
     c0 = _put(saver, root, 0, [HumanMessage("q", id="q")])
