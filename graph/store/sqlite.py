@@ -136,6 +136,30 @@ class _translated:  # lower case: it reads as the function it replaced, ``with _
             raise _store_error(e) from e
 
 
+def _into_wal(conn: sqlite3.Connection, timeout: float) -> str:
+    """Switch ``conn``'s file to WAL and return the journal mode it is in (``"wal"``, ``"memory"``).
+
+    A file still in rollback-journal mode (a new file, or one written by version 1) is switched under
+    an exclusive lock, and SQLite does not call the busy handler when another connection holds or
+    takes a lock meanwhile: it answers "database is locked" at once. So the switch is retried here,
+    like any other wait for the lock, for up to ``timeout`` seconds.
+
+    Raises:
+        sqlite3.OperationalError: the file stayed locked for ``timeout`` seconds (or another failure).
+    """
+    deadline = time.monotonic() + timeout
+    pause = 0.001
+    while True:
+        try:
+            (mode,) = conn.execute("PRAGMA journal_mode=WAL").fetchone()
+            return str(mode)
+        except sqlite3.OperationalError as e:
+            if not isinstance(_store_error(e), StoreBusyError) or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+
+
 def _v1_tables(db: sqlite_utils.Database) -> None:
     """Version 1: sessions, nodes, covers, markers (one value per node and provider), rewound stamps."""
     db.table("meta").create({"key": str, "value": str}, pk="key")
@@ -382,7 +406,7 @@ class SessionStore(BaseStore):
             )
             if tracer is not None:
                 self.conn.set_trace_callback(lambda sql: tracer(sql, None))
-            (mode,) = self.conn.execute("PRAGMA journal_mode=WAL").fetchone()
+            mode = _into_wal(self.conn, timeout)
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self._depth = 0
             self._busy_ms = int(timeout * 1000)
@@ -390,7 +414,7 @@ class SessionStore(BaseStore):
             self._wal_index: int | None = None
             self._wal_header = b""
             self._migrate()
-        if str(mode).lower() == "wal" and self.path not in (":memory:", ""):
+        if mode.lower() == "wal" and self.path not in (":memory:", ""):
             try:
                 # SQLite names the WAL index after the file a symlink leads to; a symlinked
                 # folder leads to the same file either way, so only a linked file is resolved.
