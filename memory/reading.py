@@ -192,7 +192,8 @@ def search_page(
     caps.check_range(per_page, "MAX_RESULTS_PER_PAGE", "results per page")
     if page < 1 or per_page < 1:
         raise ValueError(f"page ({page}) and per_page ({per_page}) start at 1")
-    total, ranked = matches(ws.db, query, limit=per_page, offset=(page - 1) * per_page, keep=keep)
+    offset = min((page - 1) * per_page, 2**63 - 1)  # past every record; and SQLite binds 64 bits
+    total, ranked = matches(ws.db, query, limit=per_page, offset=offset, keep=keep)
     found = hits(ws.state(), ws.sources, ranked) if ranked else []
     return SearchPage(query, page, per_page, total, tuple(found))
 

@@ -295,12 +295,15 @@ def parse_since(text: str, *, now: datetime | None = None) -> datetime:
     ``7d`` is seven days before ``now``.
 
     Raises:
-        typer.BadParameter: neither form.
+        typer.BadParameter: neither form, or an age reaching back before the year 1.
     """
     m = _SINCE.fullmatch(text.strip())
     if m:
         moment = now or datetime.now(UTC)
-        return moment - timedelta(seconds=int(m.group(1)) * _SINCE_UNITS[m.group(2).lower()])
+        try:
+            return moment - timedelta(seconds=int(m.group(1)) * _SINCE_UNITS[m.group(2).lower()])
+        except OverflowError:
+            raise typer.BadParameter(f"{text!r} reaches back before the year 1") from None
     try:
         parsed = datetime.fromisoformat(text.strip())
     except ValueError:

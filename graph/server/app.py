@@ -47,6 +47,7 @@ __all__ = [
     "ServerContext",
     "create_app",
     "int_param",
+    "int_value",
     "json_body",
     "json_response",
     "load_extensions",
@@ -110,6 +111,22 @@ async def json_body(request: Request, max_bytes: int = 1 << 20) -> Any:
         raise ApiError(422, "MALFORMED", f"the body is not JSON: {e}") from None
 
 
+def int_value(name: str, raw: str) -> int:
+    """Read the integer a query parameter spells, within the 64 bits SQL binds and JSON carries.
+
+    Raises:
+        ApiError: 422 when it is not an integer (``MALFORMED``) or does not fit in 64 bits
+            (``OUT_OF_RANGE``).
+    """
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ApiError(422, "MALFORMED", f"{name} must be an integer, got {raw!r}") from None
+    if not -(2**63) <= value < 2**63:
+        raise ApiError(422, "OUT_OF_RANGE", f"{name} must fit in 64 bits, got {raw}")
+    return value
+
+
 def int_param(
     request: Request,
     name: str,
@@ -132,15 +149,13 @@ def int_param(
         clamp: Clamp into ``low..high`` instead of refusing.
 
     Raises:
-        ApiError: 422 when it is not an integer or (unless ``clamp``) out of range, naming the cap.
+        ApiError: 422 when it is not a 64-bit integer or (unless ``clamp``) out of range, naming
+            the cap.
     """
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ApiError(422, "MALFORMED", f"{name} must be an integer, got {raw!r}") from None
+    value = int_value(name, raw)
     if clamp:
         return max(
             low if low is not None else value, min(high if high is not None else value, value)

@@ -329,6 +329,7 @@ def _written_of(idx: SessionIndex, ids: Iterable[str]) -> dict[str, dict[str, tu
 
 
 _EPOCH = from_micros(0)
+_SQL_INT_MAX = 2**63 - 1  # the largest integer SQLite (and PostgreSQL's bigint) binds
 _NODE_FIELDS = frozenset(Node.model_fields)
 _new_node = Node.__new__
 _set_dict = object.__setattr__
@@ -829,7 +830,7 @@ class BaseStore(ABC):
         """Return sessions most recently updated first (at most ``limit``).
 
         Args:
-            limit: At most this many sessions; None for all.
+            limit: At most this many sessions; None (or more than 2**63 - 1) for all.
             runtime: Only sessions imported from this runtime (``claude-code``, ``pi``, ``codex``;
                 the ``runtime`` an importer keeps in the session metadata).
             project: Only sessions whose working directory (see :func:`session_origin`) is this
@@ -837,6 +838,8 @@ class BaseStore(ABC):
             since: Only sessions updated at or after this moment (naive means UTC).
         """
         keep = SessionFilter(runtime, project, None if since is None else to_micros(since))
+        if limit is not None and limit > _SQL_INT_MAX:
+            limit = None  # more than any store holds, and more than SQL binds
         return self._db_sessions(limit, None, keep)
 
     def search(
@@ -864,7 +867,7 @@ class BaseStore(ABC):
             runtime: Only sessions imported from this runtime.
             project: Only sessions whose working directory is this folder or lies under it.
             limit: At most this many hits (clamped to 1..1000).
-            offset: Skip this many of the best hits first (paging).
+            offset: Skip this many of the best hits first (paging; clamped to 0..2**63 - 1).
 
         Returns:
             Hits with a one-line snippet and its matched spans; ``[]`` when nothing matches.
@@ -888,7 +891,9 @@ class BaseStore(ABC):
                 ids.append(sid)
                 todo.extend(s.id for s in self._db_sessions(None, sid))
         keep = SessionFilter(runtime, project, None if since is None else to_micros(since))
-        return self._db_search(parsed, ids, keep, max(1, min(limit, 1000)), max(0, offset))
+        return self._db_search(
+            parsed, ids, keep, max(1, min(limit, 1000)), max(0, min(offset, _SQL_INT_MAX))
+        )
 
     def spawn(
         self,

@@ -44,7 +44,7 @@ from starlette.routing import BaseRoute, Route
 
 from graph.errors import NotOnBranchError, UnknownNodeError, UnknownSessionError
 from graph.models import Session
-from graph.server.app import ApiError, Memo, int_param, json_body, json_response
+from graph.server.app import ApiError, Memo, int_param, int_value, json_body, json_response
 from graph.store.base import BaseStore
 from memory import caps
 from memory.caps import LOOKUP_MAX_SESSIONS
@@ -199,10 +199,7 @@ def routes(handle: MemoryHandle, store: BaseStore, memo: Memo | None = None) -> 
         raw = request.query_params.get("count")
         count: int | None = None
         if raw:
-            try:
-                count = int(raw)
-            except ValueError:
-                raise ApiError(422, "MALFORMED", f"count must be an integer, got {raw!r}") from None
+            count = int_value("count", raw)
         before = request.query_params.get("before") or None
         msgs = memo.messages(store, sid)
         try:
