@@ -47,7 +47,8 @@ PROBLEMS_AT_MOST = 20
 def _console(stderr: bool = False) -> Console:
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False)
+    # On stderr every report line stays one line whatever the width (grep finds file and reason).
+    return Console(stderr=stderr, highlight=False, soft_wrap=stderr)
 
 
 def register(app: typer.Typer) -> None:

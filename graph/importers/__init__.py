@@ -11,6 +11,7 @@ new entries (a Claude Code, pi or Codex file is read from where its last import 
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -70,10 +71,12 @@ def detect_format(path: Path) -> str:
         ``"claude-code"``, ``"pi"``, ``"codex"``, ``"bundle"`` or ``"langgraph"``.
 
     Raises:
-        TranscriptError: no entry of the first lines looks like any of them.
+        TranscriptError: no entry of the first lines looks like any of them, or the path is not
+            a regular file (a pipe or device).
         OSError: the file cannot be read.
     """
     path = Path(path)
+    _check_regular(path)
     if _is_bundle(path):
         return "bundle"
     if langgraph.is_checkpoint_db(path):
@@ -101,6 +104,20 @@ def detect_format(path: Path) -> str:
     if pi_entries:
         return "pi"
     raise TranscriptError(path, "not a Claude Code, pi or Codex transcript, nor a session bundle")
+
+
+def _check_regular(path: Path) -> None:
+    """Refuse a path that is not a regular file (a pipe, a device) before anything opens it.
+
+    A named pipe blocks its reader until a writer comes and can be read only once, and an import
+    reads a file several times (its format, its place in the run, its entries).
+
+    Raises:
+        TranscriptError: ``path`` exists and is not a regular file.
+        OSError: ``path`` cannot be looked at.
+    """
+    if not stat.S_ISREG(path.stat().st_mode):
+        raise TranscriptError(path, "not a regular file (a pipe or device cannot be imported)")
 
 
 def default_locations() -> list[Path]:
@@ -160,9 +177,10 @@ def _order_key(path: Path) -> tuple[str, bool, str]:
     timestamps but marks its entries ``forkedFrom``, so a copy sorts after the file it copies.
     """
     try:
+        _check_regular(path)
         with path.open("rb") as f:
             obj = orjson.loads(f.readline())
-    except (OSError, orjson.JSONDecodeError):
+    except (OSError, orjson.JSONDecodeError, TranscriptError):
         return "", False, str(path)
     if not isinstance(obj, dict):
         return "", False, str(path)
@@ -175,10 +193,11 @@ def import_file(store: BaseStore, path: Path, fmt: str | None = None) -> FileRep
     """Import one file in its format (detected when ``fmt`` is None), in one transaction.
 
     Raises:
-        TranscriptError: the format cannot be told.
+        TranscriptError: the format cannot be told, or the path is not a regular file.
         OSError, GraphError: the file could not be imported; nothing of it was stored.
     """
     path = Path(path)
+    _check_regular(path)
     fmt = fmt or detect_format(path)
     readers = {
         "claude-code": claude_code.import_file,
