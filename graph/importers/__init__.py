@@ -19,6 +19,7 @@ from pathlib import Path
 import orjson
 
 from graph.importers import claude_code, codex, langgraph, pi
+from graph.importers.jsonl import without_bom
 from graph.importers.report import FileReport, ImportReport, TranscriptError
 from graph.store.base import BaseStore
 
@@ -83,9 +84,9 @@ def detect_format(path: Path) -> str:
         return "langgraph"
     claude = pi_entries = False
     with path.open("rb") as f:
-        for _, raw in zip(range(50), f, strict=False):
+        for i, raw in zip(range(50), f, strict=False):
             try:
-                obj = orjson.loads(raw)
+                obj = orjson.loads(without_bom(raw) if i == 0 else raw)
             except orjson.JSONDecodeError:
                 continue
             if not isinstance(obj, dict):
@@ -179,7 +180,7 @@ def _order_key(path: Path) -> tuple[str, bool, str]:
     try:
         _check_regular(path)
         with path.open("rb") as f:
-            obj = orjson.loads(f.readline())
+            obj = orjson.loads(without_bom(f.readline()))
     except (OSError, orjson.JSONDecodeError, TranscriptError):
         return "", False, str(path)
     if not isinstance(obj, dict):

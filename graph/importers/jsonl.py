@@ -22,6 +22,7 @@ is bounded: at most :data:`MAX_RESYNC` restarts are tried when looking for a rec
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -34,6 +35,7 @@ from typing import Any, BinaryIO
 import orjson
 
 __all__ = [
+    "BOM",
     "MAX_DEPTH",
     "MAX_RESYNC",
     "ByteProgress",
@@ -43,7 +45,11 @@ __all__ = [
     "ReadPosition",
     "read_jsonl",
     "reading_progress",
+    "without_bom",
 ]
+
+BOM = b"\xef\xbb\xbf"
+"""The UTF-8 byte order mark some editors (Windows ones) write at the start of a text file."""
 
 MAX_DEPTH = 200
 """The deepest nesting of arrays and objects a kept line may have (the entry itself is level 1)."""
@@ -100,7 +106,23 @@ class _TooDeep(ValueError):
     """A value nests deeper than :data:`MAX_DEPTH`."""
 
 
-_decoder = json.JSONDecoder()
+def without_bom(first_line: bytes) -> bytes:
+    """A file's first line without its UTF-8 byte order mark (an encoding mark, not content)."""
+    return first_line[len(BOM) :] if first_line.startswith(BOM) else first_line
+
+
+def _parse_int(digits: str) -> int | float | str:
+    # What orjson gives on the fast path: an integer within 64 bits, a float beyond; the digits
+    # themselves when a float overflows too (no store or JSON writer takes a larger integer).
+    if len(digits) <= 21:
+        value = int(digits)
+        if -(2**63) <= value < 2**64:
+            return value
+    as_float = float(digits)  # inf past the largest float, never an error
+    return digits if math.isinf(as_float) else as_float
+
+
+_decoder = json.JSONDecoder(parse_int=_parse_int)
 _WS = " \t\r\n"
 
 
@@ -295,6 +317,8 @@ def read_jsonl(
             number += 1
             start = offset
             offset += len(chunk)
+            if start == 0 and chunk.startswith(BOM):  # the entry starts after the mark
+                chunk, start = chunk[len(BOM) :], len(BOM)
             if chunk.endswith(b"\n"):
                 at.offset, at.line = offset, number
             if report is not None and (number % _EVERY == 0 or is_last):

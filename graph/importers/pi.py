@@ -73,7 +73,7 @@ from graph.importers._common import (
     stored_ids,
     write_planned,
 )
-from graph.importers.jsonl import Line, LineProblems, ReadPosition
+from graph.importers.jsonl import Line, LineProblems, ReadPosition, without_bom
 from graph.importers.report import FileReport
 from graph.importers.resume import (
     FileState,
@@ -97,7 +97,7 @@ def header(path: Path) -> dict[str, Any] | None:
     """The header object of a pi file (its first line), or None when it has none."""
     try:
         with path.open("rb") as f:
-            first = f.readline()
+            first = without_bom(f.readline())
         obj = orjson.loads(first)
     except (OSError, orjson.JSONDecodeError):
         return None
