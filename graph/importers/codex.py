@@ -82,7 +82,7 @@ from graph.importers._common import (
     write_planned,
 )
 from graph.importers.jsonl import Line, LineProblems, ReadPosition
-from graph.importers.report import FileReport
+from graph.importers.report import FileReport, TranscriptError
 from graph.importers.resume import (
     FileState,
     nothing_complete_yet,
@@ -496,6 +496,7 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
 
     Raises:
         OSError: the file cannot be read.
+        TranscriptError: the file holds no Codex item, or the ``session_meta`` of a second session.
         GraphError: the store refused a write; nothing of the file was stored.
     """
     path = Path(path)
@@ -506,6 +507,10 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
         items = read_complete(path, problems, position)
         if nothing_complete_yet(path, items, position, report):
             return report
+        if items and not any(line.data.get("type") in _TYPES for line in items):
+            raise TranscriptError(
+                path, f"no Codex item in it ({len(items)} objects of no Codex type)"
+            )
         first = next((i for i, line in enumerate(items) if _is_meta(line)), None)
         has_meta = first is not None  # else item positions shift once one is written
         if first is None:
@@ -515,6 +520,7 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
         for line in items[:first]:
             problems.skipped.append((line.number, "item before the first session_meta"))
         items = items[first:]
+        _check_one_session(path, items)
         prompts, picks = _pairing(items)
         items = _hold_back(items, _settled(items, prompts, picks), position, report)
         if _payload(items[0]).get("forked_from_id"):  # reads the fork's source: all under the lock
@@ -527,6 +533,31 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
                 lambda: _import(store, path, items, prompts, report, position, has_meta),
             )
     return report
+
+
+_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
+"""The item types a Codex rollout holds: a file holding none of them is not a rollout."""
+
+
+def _check_one_session(path: Path, items: list[Line]) -> None:
+    """Refuse a rollout (not a fork) holding a ``session_meta`` of another id: two in one file.
+
+    A fork's rollout copies its parent's ``session_meta`` after its own, and a rollout may repeat
+    its own; another id anywhere else is a second session written into the file.
+
+    Raises:
+        TranscriptError: naming the file and the line of the other ``session_meta``.
+    """
+    own = _payload(items[0]).get("id")
+    if not _is_meta(items[0]) or _payload(items[0]).get("forked_from_id"):
+        return
+    for line in items[1:]:
+        if _is_meta(line) and _payload(line).get("id") != own:
+            raise TranscriptError(
+                path,
+                f"line {line.number}: a session_meta of another session "
+                f"({_payload(line).get('id')!r}): two sessions in one file",
+            )
 
 
 def _import(

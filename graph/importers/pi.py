@@ -74,7 +74,7 @@ from graph.importers._common import (
     write_planned,
 )
 from graph.importers.jsonl import Line, LineProblems, ReadPosition, without_bom
-from graph.importers.report import FileReport
+from graph.importers.report import FileReport, TranscriptError
 from graph.importers.resume import (
     FileState,
     nothing_complete_yet,
@@ -91,6 +91,10 @@ FORMAT = "pi"
 """The format name :func:`graph.importers.detect_format` gives these files."""
 
 _EVENTS = ("model_change", "thinking_level_change", "custom", "label", "session_info")
+_TYPES = frozenset(
+    {"session", "message", "compaction", "branch_summary", "custom_message", *_EVENTS}
+)
+"""The entry types pi writes: a file holding none of them is not a pi session."""
 
 
 def header(path: Path) -> dict[str, Any] | None:
@@ -236,6 +240,7 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
 
     Raises:
         OSError: the file cannot be read.
+        TranscriptError: the file holds no pi entry, or a second session header.
         GraphError: the store refused a write; nothing of the file was stored.
     """
     return _import_file(store, Path(path), frozenset(), resume)
@@ -252,6 +257,7 @@ def _import_file(
         lines = read_complete(path, problems, position)
         if nothing_complete_yet(path, lines, position, report):
             return report
+        _check_one_session(path, lines)
         head = lines[0].data if lines and lines[0].data.get("type") == "session" else {}
         if head.get("parentSession"):  # its source may be imported first, in the same transaction
             with store.atomic():
@@ -261,6 +267,23 @@ def _import_file(
                 store, report, lambda: _import(store, path, lines, report, importing, position)
             )
     return report
+
+
+def _check_one_session(path: Path, lines: list[Line]) -> None:
+    """Refuse a file that holds no pi entry, or a second session header (two sessions in one file).
+
+    Raises:
+        TranscriptError: naming the file, and the line of the second header.
+    """
+    if lines and not any(line.data.get("type") in _TYPES for line in lines):
+        raise TranscriptError(path, f"no pi entry in it ({len(lines)} objects of no pi type)")
+    for line in lines[1:]:
+        if line.data.get("type") == "session":
+            raise TranscriptError(
+                path,
+                f"line {line.number}: another session header (id {line.data.get('id')!r}): "
+                "two sessions in one file",
+            )
 
 
 class _EntryIds(NamedTuple):
@@ -499,8 +522,8 @@ def _resume(
     if lines and lines[0].number == 1 and lines[0].data.get("type") == "session":
         # read again from the start (the file was one unterminated line): its header is no entry
         lines = lines[1:]
-    if any(e.data.get("type") in ("compaction", "branch_summary") for e in lines):
-        return False
+    if any(e.data.get("type") in ("compaction", "branch_summary", "session") for e in lines):
+        return False  # (a session header: a second session, which the full read refuses)
 
     def nid(raw: str) -> str:
         return raw if len(raw) >= 32 else f"{sid}/{raw}"
