@@ -158,11 +158,14 @@ def exit_for(e: BaseException) -> NoReturn:
     """End the process for an error a command raised: one ``error:`` line on stderr and its status.
 
     A :class:`~graph.errors.GraphError` (a command line mistake included) and an ``OSError`` exit
-    with 1, an interrupt with 130, anything else (a bug) with 70, or its traceback when
+    with 1 (a closed pipe, ``| head``, without a line), an interrupt with 130, anything else (a bug) with 70, or its traceback when
     ``SESSIONGRAPH_DEBUG`` is set.
     """
     if isinstance(e, GraphError):
         _report(str(e))
+        raise SystemExit(1) from None
+    if isinstance(e, BrokenPipeError):  # the reader went away (`| head`): not worth a line
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the last flush, too
         raise SystemExit(1) from None
     if isinstance(e, OSError):
         _report(f"{e.filename}: {e.strerror}" if e.filename else str(e))
