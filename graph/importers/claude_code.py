@@ -1035,6 +1035,8 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
                     f"no Claude Code entry in it ({len(t.other)} objects of no known type, "
                     f"{len(problems.skipped)} lines skipped)",
                 )
+        if not is_agent_file(path):
+            _check_one_conversation(t)
         alone = is_agent_file(path) and t.session_id != path.stem
         # The plan is worked out from reads, outside the write lock: the lock is held only to
         # check that what it read still holds, and to write it.
@@ -1833,6 +1835,30 @@ def _past(other: Sequence[Line], position: ReadPosition) -> bool:
     settled, so that import brings the metadata up to date (dropping the torn line's record).
     """
     return any(o.number > position.line for o in other)
+
+
+def _check_one_conversation(t: _Transcript) -> None:
+    """Refuse a file whose main conversation has a root of another ``sessionId`` (two in one file).
+
+    A root (no parent, no compaction link, not a sidechain) under another session id than the
+    file's first starts a second conversation; entries changing id along one chain (a replay
+    going on under a new id) have parents and pass.
+
+    Raises:
+        TranscriptError: naming the line of the second root.
+    """
+    first = current = None
+    for line in t.entries.values():
+        d = line.data
+        current = d.get("sessionId", current)  # slim entries keep it only where it changes
+        first = first or current
+        if d.get("parentUuid") is None and d.get("logicalParentUuid") is None:
+            if current != first and not d.get("isSidechain") and not _is_boundary(d):
+                raise TranscriptError(
+                    t.path,
+                    f"line {line.number}: a conversation of another session ({current}) starts "
+                    f"here: two sessions in one file",
+                )
 
 
 def _resumable(data: Mapping[str, Any], sid: str) -> bool:
