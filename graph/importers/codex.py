@@ -61,6 +61,7 @@ Mapping (a rollout is one ``{timestamp, type, payload}`` record per line, in fil
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -517,6 +518,11 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
             report.notes.append("no session_meta: the rollout is named after its file")
             items.insert(0, Line(0, {"type": "session_meta", "payload": {"id": path.stem}}))
             first = 0
+        elif not _payload(items[first]).get("id"):  # sanitized away: named as if it had none
+            report.notes.append("session_meta without an id: the rollout is named after its file")
+            meta = items[first]
+            payload = {**_payload(meta), "id": path.stem}
+            items[first] = dataclasses.replace(meta, data={**meta.data, "payload": payload})
         for line in items[:first]:
             problems.skipped.append((line.number, "item before the first session_meta"))
         items = items[first:]
@@ -552,11 +558,12 @@ def _check_one_session(path: Path, items: list[Line]) -> None:
     if not _is_meta(items[0]) or _payload(items[0]).get("forked_from_id"):
         return
     for line in items[1:]:
-        if _is_meta(line) and _payload(line).get("id") != own:
+        other = _payload(line).get("id") if _is_meta(line) else None
+        if other and other != own:
             raise TranscriptError(
                 path,
                 f"line {line.number}: a session_meta of another session "
-                f"({_payload(line).get('id')!r}): two sessions in one file",
+                f"({other!r}): two sessions in one file",
             )
 
 
