@@ -33,6 +33,7 @@ nothing. Exporting refuses a session whose metadata holds bytes, so what is writ
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -287,8 +288,30 @@ def export_session(
     if problem:
         raise BundleError(path, f"cannot export: {problem}")
     payload: bytes = msgpack.packb(data, use_bin_type=True)
-    Path(path).write_bytes(payload)
+    _write_whole(Path(path), payload)
     return len(payload)
+
+
+def _write_whole(path: Path, payload: bytes) -> None:
+    """Write ``payload`` to ``path`` all or nothing: beside it first, then renamed over it.
+
+    A failed write (a full disk) leaves the file as it was, with no part of the new bundle. A path
+    that exists and is no regular file (``/dev/stdout``, a pipe) is written as it is.
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    if path.exists() and not path.is_file():
+        path.write_bytes(payload)
+        return
+    real = path.resolve()
+    part = real.with_name(f".{real.name}.{os.getpid()}.part")
+    try:
+        part.write_bytes(payload)
+        os.replace(part, real)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
 
 
 def read_bundle(path: Path | str) -> dict[str, Any]:

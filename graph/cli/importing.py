@@ -412,5 +412,8 @@ def export_command(
         raise CommandLineError(f"-o {output}", "is a folder; give the bundle file to write")
     store = open_store(ctx)
     s = resolve_session(store, session)
-    size = export_session(store, s.id, output, spawned=spawned)
+    try:
+        size = export_session(store, s.id, output, spawned=spawned)
+    except OSError as e:
+        raise CommandLineError(f"-o {output}", e.strerror or str(e)) from None
     say(_console(), f"wrote {markup(str(output))} ({size} bytes, session {markup(s.id)})")

@@ -223,6 +223,7 @@ def _fail(message: str) -> None:
 
 
 def _ws(ctx: typer.Context) -> MemoryWorkspace:
+    from memory.errors import WorkspaceStoreError
     from memory.workspace import MemoryWorkspace
 
     path: Path = ctx.obj["workspace"]
@@ -236,6 +237,8 @@ def _ws(ctx: typer.Context) -> MemoryWorkspace:
         raise ValueError(
             f"{where}: cannot create the workspace folder: {e.strerror or e}"
         ) from None
+    except WorkspaceStoreError as e:  # (a memory.db that is no database, say)
+        raise ValueError(f"{where}: cannot open the workspace ({e})") from None
     ctx.call_on_close(ws.close)
     return ws
 
