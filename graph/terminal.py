@@ -51,6 +51,11 @@ ELLIPSIS = "…"
 
 _CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0))}
 del _CONTROLS[ord("\n")], _CONTROLS[ord("\t")]
+_BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+"""The bidirectional formatting characters: marks, embeddings, overrides and isolates, which
+reorder how the rest of a terminal line reads (a right-to-left override shows ``txt.exe`` as
+``exe.txt``)."""
+_CONTROLS |= {c: f"\\u{c:04x}" for c in _BIDI}
 _CONTROL_TABLE = str.maketrans(_CONTROLS)
 
 
@@ -58,7 +63,9 @@ def visible(text: str) -> str:
     r"""Return ``text`` with every C0/C1 control character except newline and tab made visible.
 
     ``"\x1b]0;pwned\x07"`` becomes the eight printable characters ``\x1b]0;pwned\x07``;
-    DEL and the 8-bit controls 0x80-0x9f are treated the same way. Printable text is unchanged.
+    DEL and the 8-bit controls 0x80-0x9f are treated the same way, and the bidirectional
+    formatting characters (U+202E, the right-to-left override, becomes ``\u202e``), which would
+    reorder the rest of the line. Printable text is unchanged.
     """
     return text.translate(_CONTROL_TABLE)
 
