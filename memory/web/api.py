@@ -58,7 +58,14 @@ from memory.changes import (
     UpdateRecord,
 )
 from memory.editing import EditError
-from memory.errors import RejectedError, Rejection, UnknownRecordError, WorkspaceBusyError
+from memory.errors import (
+    RejectedError,
+    Rejection,
+    UnknownRecordError,
+    WorkspaceBusyError,
+    WorkspaceSchemaError,
+    WorkspaceStoreError,
+)
 from memory.lookup import latest_message, open_session, read_transcript
 from memory.markdown import render_markdown
 from memory.reading import record_view, record_views, search_page
@@ -483,6 +490,13 @@ async def _busy(request: Request, exc: Exception) -> Response:
     return _json_error(503, "BUSY", str(exc), retryable=True)
 
 
+async def _unavailable(request: Request, exc: Exception) -> Response:
+    # The workspace is opened on first use: one from a newer sessiongraph, or a memory.db that
+    # is no database, is the memory routes' answer, not a server failure.
+    retryable = not isinstance(exc, WorkspaceSchemaError)
+    return _json_error(503, "WORKSPACE_UNAVAILABLE", str(exc), retryable=retryable)
+
+
 async def _unknown_session(request: Request, exc: Exception) -> Response:
     return _json_error(404, "UNKNOWN_SESSION", str(exc))
 
@@ -495,6 +509,7 @@ def error_handlers() -> dict[type[Exception], Callable[[Request, Exception], Any
         EditError: _edit,
         StaleRevisionError: _stale,
         WorkspaceBusyError: _busy,
+        WorkspaceStoreError: _unavailable,
         UnknownSessionError: _unknown_session,
     }
 
