@@ -35,7 +35,7 @@ from typing import Any
 
 import platformdirs
 
-from memory.errors import MemoryLayerError
+from memory.errors import MemoryLayerError, WorkspacePathError
 
 __all__ = [
     "BACKEND_ENV",
@@ -259,7 +259,15 @@ class WorkspaceLocation:
 
 
 def _expand(path: str | os.PathLike[str]) -> Path:
-    return Path(os.path.expanduser(str(path)))
+    """``path`` with a leading ``~`` or ``~user`` made the home directory.
+
+    Raises:
+        WorkspacePathError: ``~user`` names no user (it would become a folder of that name).
+    """
+    out = os.path.expanduser(str(path))
+    if out.startswith("~"):
+        raise WorkspacePathError(str(path), f"no user's home directory is {out.split(os.sep)[0]}")
+    return Path(out)
 
 
 def workspace_location(

@@ -207,7 +207,8 @@ def import_command(
         typer.Option("--watch", help="Keep running: import what is appended as it is written."),
     ] = False,
     interval: Annotated[
-        float, typer.Option(help="Seconds between looks at the files (--watch).", min=0.05)
+        float,
+        typer.Option(help="Seconds between looks at the files (--watch).", min=0.05, max=86_400),
     ] = DEFAULT_INTERVAL,
     langgraph: Annotated[
         str | None,

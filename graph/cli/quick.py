@@ -31,7 +31,15 @@ __all__ = ["default_db", "exit_for", "list_sessions", "open_target", "run", "tar
 
 
 def _expand(path: str | Path) -> Path:
-    return Path(os.path.expanduser(str(path)))
+    """``path`` with a leading ``~`` or ``~user`` made the home directory.
+
+    Raises:
+        CommandLineError: ``~user`` names no user (``expanduser`` would keep it as a folder name).
+    """
+    out = os.path.expanduser(str(path))
+    if out.startswith("~"):
+        raise CommandLineError(str(path), f"no user's home directory is {out.split(os.sep)[0]}")
+    return Path(out)
 
 
 def default_db() -> Path | str:
@@ -50,9 +58,15 @@ def default_db() -> Path | str:
 
 
 def target_of(db: str | None) -> Path | str:
-    """The store a ``--db`` value names (``~`` expanded in a path), else :func:`default_db`."""
+    """The store a ``--db`` value names (``~`` expanded in a path), else :func:`default_db`.
+
+    Raises:
+        CommandLineError: the value is empty, or names the home of no user.
+    """
     from graph.store import is_postgres_url
 
+    if db == "":  # an unset variable in a script: not the user's own store
+        raise CommandLineError("--db", "is empty (leave it out for the default store)")
     return (db if is_postgres_url(db) else _expand(db)) if db else default_db()
 
 

@@ -148,13 +148,15 @@ def mcp_command(
     paths = [] if no_follow else list(follow or default_locations())
     from graph.terminal import CommandLineError
     from memory.config import ConfigError, load_config, workspace_location
-    from memory.errors import MemoryLayerError
+    from memory.errors import MemoryLayerError, WorkspacePathError
 
     try:
         config = load_config()
         where = workspace_location(workspace, views, config=config)
     except ConfigError as e:
         raise CommandLineError("config", str(e)) from None
+    except WorkspacePathError as e:
+        raise CommandLineError("--workspace", str(e)) from None
     store = open_store(ctx)
     try:
         # memory off: the look-up tools only, no workspace

@@ -67,7 +67,7 @@ from memory.config import (
     workspace_location,
 )
 from memory.editing import apply_edits, stage_topics
-from memory.errors import MemoryLayerError
+from memory.errors import MemoryLayerError, WorkspacePathError
 from memory.forget import forget_session
 from memory.history import diff as history_diff
 from memory.history import export_history, resolve_record
@@ -171,7 +171,7 @@ def _memory(
         raise typer.Exit(1) from None
     try:
         where = workspace_location(workspace, views, config=config)
-    except ConfigError as e:
+    except (ConfigError, WorkspacePathError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None
     ctx.obj = {
