@@ -121,6 +121,23 @@ def _check_regular(path: Path) -> None:
         raise TranscriptError(path, "not a regular file (a pipe or device cannot be imported)")
 
 
+_BLANK_AT_MOST = 65_536
+"""Bytes a file may have and still be read whole to tell whether it is blank."""
+
+
+def _blank(path: Path) -> bool:
+    """Whether a file holds nothing but blank lines (a byte order mark allowed): nothing to import.
+
+    A runtime may create a session file before it writes its first entry.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    if path.stat().st_size > _BLANK_AT_MOST:
+        return False
+    return not without_bom(path.read_bytes()).strip()
+
+
 def default_locations() -> list[Path]:
     """The runtimes' transcript directories on this machine that exist.
 
@@ -193,12 +210,17 @@ def _order_key(path: Path) -> tuple[str, bool, str]:
 def import_file(store: BaseStore, path: Path, fmt: str | None = None) -> FileReport:
     """Import one file in its format (detected when ``fmt`` is None), in one transaction.
 
+    A file of blank lines only (an empty one: a runtime created it and wrote nothing yet) stores
+    nothing and is no failure: its report notes it.
+
     Raises:
         TranscriptError: the format cannot be told, or the path is not a regular file.
         OSError, GraphError: the file could not be imported; nothing of it was stored.
     """
     path = Path(path)
     _check_regular(path)
+    if fmt is None and _blank(path):
+        return FileReport(path, "unknown", notes=["empty: nothing to import yet"])
     fmt = fmt or detect_format(path)
     readers = {
         "claude-code": claude_code.import_file,
