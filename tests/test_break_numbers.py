@@ -78,6 +78,11 @@ def test_the_api_answers_huge_integers_without_an_internal_error(api: TestClient
         assert r.json()["error"]["code"] in ("OUT_OF_RANGE", "OVER_CAP", "MALFORMED")
 
 
+def test_a_page_clamps_a_huge_limit(api: TestClient) -> None:
+    r = api.get(f"/?limit={HUGE}")
+    assert r.status_code == 200 and "<html" in r.text
+
+
 def test_the_command_line_takes_a_huge_limit(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     store = SessionStore(db)

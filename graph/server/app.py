@@ -111,8 +111,13 @@ async def json_body(request: Request, max_bytes: int = 1 << 20) -> Any:
         raise ApiError(422, "MALFORMED", f"the body is not JSON: {e}") from None
 
 
-def int_value(name: str, raw: str) -> int:
+def int_value(name: str, raw: str, *, any_size: bool = False) -> int:
     """Read the integer a query parameter spells, within the 64 bits SQL binds and JSON carries.
+
+    Args:
+        name: The parameter, for the error.
+        raw: Its text.
+        any_size: Accept any size (a value the caller clamps into a range next).
 
     Raises:
         ApiError: 422 when it is not an integer (``MALFORMED``) or does not fit in 64 bits
@@ -122,7 +127,7 @@ def int_value(name: str, raw: str) -> int:
         value = int(raw)
     except ValueError:
         raise ApiError(422, "MALFORMED", f"{name} must be an integer, got {raw!r}") from None
-    if not -(2**63) <= value < 2**63:
+    if not any_size and not -(2**63) <= value < 2**63:
         raise ApiError(422, "OUT_OF_RANGE", f"{name} must fit in 64 bits, got {raw}")
     return value
 
@@ -155,7 +160,7 @@ def int_param(
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return default
-    value = int_value(name, raw)
+    value = int_value(name, raw, any_size=clamp and low is not None and high is not None)
     if clamp:
         return max(
             low if low is not None else value, min(high if high is not None else value, value)
