@@ -15,10 +15,9 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import BaseModel
 
-from graph import SessionStore
-from graph import checkpoint_decoding as decoding
+from graph import SessionStore, checkpoint_memo
 from graph.checkpoint import SessionGraphSaver
-from graph.checkpoint_decoding import MessageMemo
+from graph.checkpoint_memo import MessageMemo
 
 
 class Plan(BaseModel):
@@ -183,7 +182,7 @@ def test_another_serializer_decodes_for_itself() -> None:
 
 
 def test_the_memo_starts_again_past_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(decoding, "MEMO_BYTES", 5000)
+    monkeypatch.setattr(checkpoint_memo, "MEMO_BYTES", 5000)
     serde = JsonPlusSerializer()
     memo = MessageMemo(serde)
     payloads = [
@@ -199,10 +198,10 @@ def test_the_memo_starts_again_past_its_bound(monkeypatch: pytest.MonkeyPatch) -
 def test_a_clone_with_another_allowlist_decodes_with_its_own_serializer() -> None:
     serde = JsonPlusSerializer(allowed_msgpack_modules=[("langchain_core.messages", "Other")])
     saver = SessionGraphSaver(SessionStore(), serde=serde)
-    before = saver._decoding
+    before = saver._codec
     clone = saver.with_allowlist([("tests.test_langgraph_decoding", "Plan")])
     assert clone is not saver and clone.serde is not saver.serde
-    assert clone._decoding.serde is clone.serde and saver._decoding is before
+    assert clone._codec.serde is clone.serde and saver._codec is before
 
 
 def test_get_tuple_hands_out_messages_a_caller_may_change() -> None:
