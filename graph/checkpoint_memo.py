@@ -10,11 +10,13 @@ dumping a LangChain pydantic model and packing it (about 8 µs), decoding one va
 ``loads_typed``: ``ormsgpack`` with the serializer's own extension hooks), except for LangChain
 messages (LangGraph's pydantic extension, code 5):
 
-* Encoding: a message with a string ``id`` is kept with the bytes of its encoding, under its class
-  and id. A later payload holding a message of that class and id with exactly the kept values
-  (types and key order included) gets those bytes again; any change encodes it anew. The bytes are
-  the serializer's either way (checked once per process against ``dumps_typed`` on a sample; when
-  they differ, as another LangGraph version might make them, the serializer encodes everything).
+* Encoding: a message with a string ``id`` is kept with the bytes of its encoding and a fingerprint
+  of its values (packed strictly: types and key order included), under its class and id and under
+  the object itself. A later payload holding the same object, or another of that class and id,
+  with exactly the fingerprinted values gets those bytes again; any change encodes it anew. The
+  bytes are the serializer's either way (checked once per process against ``dumps_typed`` on a
+  sample; when they differ, as another LangGraph version might make them, the serializer encodes
+  everything).
 * Decoding: each message is kept under its encoded bytes, and later payloads holding the same bytes
   get a copy of it: a new model whose mutable fields (dicts and lists, nested) are new too, so a
   caller that changes a message it was handed changes nothing another read returns.
@@ -112,6 +114,9 @@ _FINGERPRINT_OPTION = (
 _ENTRY_BYTES = 300
 """About what one kept encoding takes beside its fingerprint and encoded bytes (key, tuple, Ext)."""
 
+_OBJECT_BYTES = 150
+"""About what noting one more object of a kept encoding takes (its id, a tuple, a dict slot)."""
+
 _new = object.__new__
 _set = object.__setattr__
 
@@ -185,7 +190,7 @@ class _Template:
         return new
 
 
-def _fingerprint(message: BaseMessage) -> bytes | None:
+def _fingerprint(message: Any) -> bytes | None:
     """What a message's encoding is made of, packed strictly; None when it cannot be (not kept).
 
     Its field values and extra values, packed by ``ormsgpack`` with no hook for other types and
@@ -230,6 +235,7 @@ class MessageMemo:
         self._kept: dict[bytes, _Template] = {}
         self._size = 0
         self._encoded: dict[tuple[type, str], tuple[bytes, Any]] = {}
+        self._by_object: dict[int, tuple[type, bytes, Any]] = {}
         self._encoded_size = 0
 
     def dumps(self, value: Any) -> tuple[str, bytes]:
@@ -252,6 +258,12 @@ class MessageMemo:
             return self.serde.dumps_typed(value)  # type: ignore[no-any-return]  # its fallback
 
     def _default(self, value: Any) -> Any:
+        # The same object as before (LangGraph hands each put the messages of the last): its class
+        # and fingerprint decide, as they do for another object of the same id below. An id that
+        # Python gave to a new object since needs the same class and values to match.
+        seen = self._by_object.get(id(value))
+        if seen is not None and type(value) is seen[0] and _fingerprint(value) == seen[1]:
+            return seen[2]
         cls = type(value)
         if not (isinstance(value, BaseMessage) and cls.__module__.startswith(_KEPT_PACKAGE)):
             return _DEFAULT(value)
@@ -262,15 +274,19 @@ class MessageMemo:
         key = (cls, str(mid))
         kept = self._encoded.get(key)
         if kept is not None and kept[0] == fingerprint:
-            return kept[1]
-        ext = _DEFAULT(value)
-        weight = _ENTRY_BYTES + len(fingerprint) + len(ormsgpack.packb(ext))
-        if weight <= MEMO_BYTES:
-            if self._encoded_size + weight > MEMO_BYTES:
-                self._encoded = {}
-                self._encoded_size = 0
-            self._encoded[key] = (fingerprint, ext)
-            self._encoded_size += weight
+            ext = kept[1]
+            weight = _OBJECT_BYTES
+        else:
+            ext = _DEFAULT(value)
+            weight = _ENTRY_BYTES + len(fingerprint) + len(ormsgpack.packb(ext))
+            if weight > MEMO_BYTES:
+                return ext
+        if self._encoded_size + weight > MEMO_BYTES:
+            self._encoded, self._by_object = {}, {}
+            self._encoded_size = 0
+        self._encoded[key] = (fingerprint, ext)
+        self._by_object[id(value)] = (cls, fingerprint, ext)
+        self._encoded_size += weight
         return ext
 
     def loads(self, type_: str, data: bytes) -> Any:
