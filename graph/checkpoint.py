@@ -44,10 +44,10 @@ The mapping:
   it is a string. The message nodes are never deleted, so ``pending()``, ``pending_by_tip()`` and the
   memory writer work on a LangGraph thread exactly as on an imported transcript. A message edited in
   place (same id, new content) keeps its first node: node content is immutable.
-- Checkpoint payloads are kept as LangGraph's serializer wrote them (``serde.dumps_typed``): the
-  checkpoint, its metadata and each pending write, never re-encoded into the store's codec. Reads
-  decode them as the serializer does, each distinct message once
-  (:class:`~graph.checkpoint_decoding.MessageMemo`).
+- Checkpoint payloads are kept as LangGraph's serializer writes them (``serde.dumps_typed``): the
+  checkpoint, its metadata and each pending write, never re-encoded into the store's codec. Puts
+  encode and reads decode them as the serializer does, byte for byte, each distinct message once
+  (:class:`~graph.checkpoint_memo.MessageMemo`).
 
 Deletion: ``delete_thread`` and ``prune(strategy="delete")`` delete the thread's sessions
 (:meth:`~graph.store.base.BaseStore.delete_session`). ``delete_for_runs`` and ``prune(strategy=
@@ -87,7 +87,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from graph.checkpoint_decoding import MessageMemo
+from graph.checkpoint_memo import MessageMemo
 from graph.errors import DuplicateSessionError, GraphError, InvalidWriteError
 from graph.ids import NodeId, SessionId
 from graph.models import Kind, Node, Role
@@ -716,8 +716,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
     # ------------------------------------------------------------------ reads
 
     @property
-    def _decoding(self) -> MessageMemo:
-        """Decodes payloads as ``self.serde`` does, each distinct message once (copies after).
+    def _codec(self) -> MessageMemo:
+        """Encodes and decodes payloads as ``self.serde`` does, each distinct message once.
 
         Made again when ``serde`` was replaced (``with_allowlist`` clones the saver with another
         serializer): a message's bytes decode by the allow-list of the serializer reading them.
@@ -748,13 +748,13 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         pending = sorted(writes or (), key=lambda w: (w.task_path, w.task_id, w.idx))
         return CheckpointTuple(
             config=config,
-            checkpoint=self._decoding.loads(row.type, row.checkpoint),
+            checkpoint=self._codec.loads(row.type, row.checkpoint),
             metadata=metadata
             if metadata is not None
-            else self._decoding.loads(row.metadata_type, row.metadata),
+            else self._codec.loads(row.metadata_type, row.metadata),
             parent_config=parent,
             pending_writes=[
-                (w.task_id, w.channel, self._decoding.loads(w.type, w.value)) for w in pending
+                (w.task_id, w.channel, self._codec.loads(w.type, w.value)) for w in pending
             ],
         )
 
@@ -793,17 +793,17 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             for row in self._payloads.saved(thread, ns, cid, before_id):
                 if limit is not None and len(picked) >= limit:
                     break
-                meta = self._decoding.loads(row.metadata_type, row.metadata)
+                meta = self._codec.loads(row.metadata_type, row.metadata)
                 if filter and any(meta.get(k) != v for k, v in filter.items()):
                     continue
                 picked.append((row, meta))
             keys = [(r.thread_id, r.checkpoint_ns, r.checkpoint_id) for r, _ in picked]
             writes = self._payloads.writes(keys)
-            out = [
-                self._tuple(row, writes.get(key), meta)
-                for (row, meta), key in zip(picked, keys, strict=True)
-            ]
-        yield from out
+        # Decoded one at a time as the caller asks: a caller that drops each tuple before the next
+        # never holds a thread's whole history decoded (its messages made the collector's passes
+        # over the live objects cost more than the decoding: 1.4 s against 0.4 s for 500 checkpoints).
+        for (row, meta), key in zip(picked, keys, strict=True):
+            yield self._tuple(row, writes.get(key), meta)
 
     # ------------------------------------------------------------------ writes
 
@@ -1043,8 +1043,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         thread, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns", ""))
         cid = checkpoint["id"]
         parent_id = conf.get("checkpoint_id")
-        type_, blob = stored if stored is not None else self.serde.dumps_typed(checkpoint)
-        meta_type, meta_blob = self.serde.dumps_typed(metadata)
+        type_, blob = stored if stored is not None else self._codec.dumps(checkpoint)
+        meta_type, meta_blob = self._codec.dumps(metadata)
         added = 0
         with self.store.atomic():
             sid = self._session(thread, ns, metadata)
@@ -1173,7 +1173,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             GraphError: the store refused the write (nothing is stored).
             Exception: LangGraph's serializer cannot decode the payload.
         """
-        checkpoint = self._decoding.loads(*stored)
+        checkpoint = self._codec.loads(*stored)
         return self._put_imported(thread_id, checkpoint_ns, parent_id, checkpoint, metadata, stored)
 
     def put_checkpoint(
@@ -1257,7 +1257,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         )
         rows = []
         for i, (channel, value) in enumerate(writes):
-            type_, blob = self.serde.dumps_typed(value)
+            type_, blob = self._codec.dumps(value)
             rows.append(
                 _Write(task_id, task_path, WRITES_IDX_MAP.get(channel, i), channel, type_, blob)
             )

@@ -10,15 +10,14 @@ pytest.importorskip("langgraph.checkpoint.serde.jsonplus")
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import BaseModel
 
-from graph import SessionStore
-from graph import checkpoint_decoding as decoding
+from graph import SessionStore, checkpoint_memo
 from graph.checkpoint import SessionGraphSaver
-from graph.checkpoint_decoding import MessageMemo
+from graph.checkpoint_memo import MessageMemo
 
 
 class Plan(BaseModel):
@@ -81,6 +80,84 @@ def test_a_changed_message_changes_no_later_read() -> None:
         assert memo.loads(type_, data) == want
 
 
+def _mutables(value: Any, into: dict[int, Any]) -> dict[int, Any]:
+    """Every dict, list and set reachable from ``value`` (through messages' fields), by id."""
+    if isinstance(value, BaseMessage):
+        for part in (
+            vars(value),
+            value.__pydantic_fields_set__,
+            value.__pydantic_extra__,
+            value.__pydantic_private__,
+        ):
+            if part is not None:
+                into[id(part)] = part
+                _mutables(list(part) if isinstance(part, set) else part, into)
+    elif isinstance(value, dict):
+        into[id(value)] = value
+        for v in value.values():
+            _mutables(v, into)
+    elif isinstance(value, list | set):
+        into[id(value)] = value
+        for v in value:
+            _mutables(v, into)
+    return into
+
+
+def test_no_two_reads_share_a_mutable_part() -> None:
+    # flat fields (empty or of plain values: copied one level) beside nested ones (copied deep)
+    messages = [
+        *_messages(),
+        AIMessage("plain", id="a4", response_metadata={"model": "m"}),
+        HumanMessage(["just", "strings"], id="h5"),
+    ]
+    serde = JsonPlusSerializer()
+    memo = MessageMemo(serde)
+    type_, data = _payload(serde, {"messages": messages})
+    reads = [memo.loads(type_, data)["channel_values"]["messages"] for _ in range(3)]
+    seen = [_mutables(read, {}) for read in reads]
+    for i, a in enumerate(seen):
+        for b in seen[i + 1 :]:
+            assert a.keys().isdisjoint(b.keys())
+    # and a change at the first level of a flat field reaches no later read
+    ai, human = reads[1][-2], reads[1][-1]
+    ai.additional_kwargs["added"] = 1
+    ai.response_metadata["model"] = "changed"
+    ai.tool_calls.append({"name": "x", "args": {}, "id": "c9", "type": "tool_call"})
+    ai.__pydantic_fields_set__.add("name")
+    human.content.append("more")
+    again = memo.loads(type_, data)["channel_values"]["messages"]
+    assert again == serde.loads_typed((type_, data))["channel_values"]["messages"]
+    assert again[-2].__pydantic_fields_set__ == reads[0][-2].__pydantic_fields_set__
+
+
+class _Counting(JsonPlusSerializer):
+    """A serializer of its own (so decoded by itself, not memoised) that counts its decodes."""
+
+    decoded = 0
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        type(self).decoded += 1
+        return super().loads_typed(data)
+
+
+def test_list_decodes_each_checkpoint_when_the_caller_reaches_it() -> None:
+    saver = SessionGraphSaver(SessionStore(":memory:"), serde=_Counting())
+    config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    for i in range(5):
+        cp: Any = empty_checkpoint()
+        cp["id"] = f"1ef00000-0000-6000-8000-00000000000{i}"
+        cp["channel_values"] = {"messages": _messages()[: i % 4 + 1]}
+        config = saver.put(config, cp, {"step": i}, {})
+    _Counting.decoded = 0
+    listed = saver.list({"configurable": {"thread_id": "t"}})
+    first = next(listed)
+    # the five metadata payloads (read for the filter) and the first checkpoint alone
+    assert _Counting.decoded == 5 + 1
+    assert first.checkpoint["id"].endswith("4")
+    assert [t.checkpoint["id"][-1] for t in listed] == ["3", "2", "1", "0"]
+    assert _Counting.decoded == 5 + 5
+
+
 def test_other_models_are_decoded_every_time() -> None:
     serde = JsonPlusSerializer()
     memo = MessageMemo(serde)
@@ -105,7 +182,7 @@ def test_another_serializer_decodes_for_itself() -> None:
 
 
 def test_the_memo_starts_again_past_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(decoding, "MEMO_BYTES", 5000)
+    monkeypatch.setattr(checkpoint_memo, "MEMO_BYTES", 5000)
     serde = JsonPlusSerializer()
     memo = MessageMemo(serde)
     payloads = [
@@ -121,10 +198,10 @@ def test_the_memo_starts_again_past_its_bound(monkeypatch: pytest.MonkeyPatch) -
 def test_a_clone_with_another_allowlist_decodes_with_its_own_serializer() -> None:
     serde = JsonPlusSerializer(allowed_msgpack_modules=[("langchain_core.messages", "Other")])
     saver = SessionGraphSaver(SessionStore(), serde=serde)
-    before = saver._decoding
+    before = saver._codec
     clone = saver.with_allowlist([("tests.test_langgraph_decoding", "Plan")])
     assert clone is not saver and clone.serde is not saver.serde
-    assert clone._decoding.serde is clone.serde and saver._decoding is before
+    assert clone._codec.serde is clone.serde and saver._codec is before
 
 
 def test_get_tuple_hands_out_messages_a_caller_may_change() -> None:

@@ -16,10 +16,9 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import PrivateAttr
 
-from graph import SessionStore
-from graph import checkpoint_decoding as decoding
+from graph import SessionStore, checkpoint_memo
 from graph.checkpoint import SessionGraphSaver
-from graph.checkpoint_decoding import MessageMemo
+from graph.checkpoint_memo import MessageMemo
 
 
 class GuardedMessage(HumanMessage):
@@ -61,7 +60,7 @@ def test_the_kept_messages_take_a_few_times_their_encoded_bytes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Messages of many content blocks (small encoded, large decoded) stay within the bound."""
-    monkeypatch.setattr(decoding, "MEMO_BYTES", 512 * 1024)
+    monkeypatch.setattr(checkpoint_memo, "MEMO_BYTES", 512 * 1024)
     serde = JsonPlusSerializer()
     messages = [
         HumanMessage([{"type": "text", "text": "a"} for _ in range(100)], id=f"m{i}")
@@ -77,5 +76,5 @@ def test_the_kept_messages_take_a_few_times_their_encoded_bytes(
         retained, _ = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert decoding.MEMO_BYTES // 2 < memo._size <= decoding.MEMO_BYTES
-    assert retained <= 4 * decoding.MEMO_BYTES
+    assert checkpoint_memo.MEMO_BYTES // 2 < memo._size <= checkpoint_memo.MEMO_BYTES
+    assert retained <= 4 * checkpoint_memo.MEMO_BYTES
