@@ -44,7 +44,8 @@ __all__ = [
     "recent_sessions",
 ]
 
-_frozen = ConfigDict(frozen=True, extra="forbid")
+# Built on first use: a command that lists sessions never builds the transcript window's validator.
+_frozen = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class SessionInfo(BaseModel):
