@@ -363,7 +363,6 @@ def search(
     from rich import box
     from rich.table import Table
 
-    from memory.branches import BranchView
     from memory.reading import search_page
 
     with _errors():
@@ -372,6 +371,8 @@ def search(
         if branch is not None:
             if branch != "head":
                 raise ValueError(f"--branch {branch!r}: the only branch filter is 'head'")
+            from memory.branches import BranchView
+
             keep = BranchView(ws, _store(ctx)).on_head_branch
         result = search_page(ws, query, page, per_page, keep=keep)
         if json:
