@@ -201,6 +201,7 @@ def test_a_bad_store_is_the_same_one_line_error(
         ["read", "a", "--count"],
         ["read", "a", "-n", "-2"],
         ["read", "a", "-n5"],
+        ["read", "a", "-n=5"],
         ["read", "a", "--before"],
         ["read", "a", "--before=-x"],
         ["read", "a", "--before="],
@@ -233,6 +234,7 @@ def test_anything_else_is_left_to_the_full_command_line(
         ["recent", "--limit", "x"],
         ["read"],
         ["read", "a", "b"],
+        ["read", "a", "-n=5"],
     ],
     ids=lambda a: " ".join(a),
 )

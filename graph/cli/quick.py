@@ -10,11 +10,11 @@ same output, errors and exit status as their typer commands, which call the same
 ``sessions`` is described here (:data:`SESSIONS`); another package describes its commands through the
 ``sessiongraph.quick`` entry-point group, each entry point named after its command and naming its
 :class:`QuickCommand` (the memory package's ``recent``, ``read`` and ``latest``). A flag is given by
-its name, a number as ``--name N`` or ``--name=N`` (ASCII digits, at least the option's minimum), a
-text as ``--name VALUE`` or ``--name=VALUE`` (not starting with ``-``); an argument is a word that
-does not start with ``-``. Any other word (``--help``, ``--``, an option the description does not
-name, a value typer would judge) makes :func:`run` answer False without doing anything, and the full
-command line takes it: every message about a mistake stays typer's.
+its name, a number as ``--name N``, ``--name=N`` or ``-n N`` (ASCII digits, at least the option's
+minimum), a text as ``--name VALUE`` or ``--name=VALUE`` (not starting with ``-``); an argument is
+a word that does not start with ``-``. Any other word (``--help``, ``--``, an option the description
+does not name, a value typer would judge) makes :func:`run` answer False without doing anything, and
+the full command line takes it: every message about a mistake stays typer's.
 
 The module imports neither typer nor rich, and keeps the typer-free helpers the commands of both
 paths share (resolving an id, a node's text, an id column); the store and its models are imported when
@@ -380,8 +380,10 @@ class QuickCommand:
             if word in self.flags:
                 options[self.flags[word]], i = True, i + 1
             elif name in self.numbers or name in self.texts:
-                if eq:
+                if eq and name.startswith("--"):  # typer reads ``-n=5`` as the value ``=5``
                     value, i = inline, i + 1
+                elif eq:
+                    return None
                 elif i + 1 < len(words) and not words[i + 1].startswith("-"):
                     value, i = words[i + 1], i + 2
                 else:
