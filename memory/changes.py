@@ -50,7 +50,8 @@ __all__ = [
     "parse_changes",
 ]
 
-_strict = ConfigDict(frozen=True, extra="forbid")
+# Built on first use: a command that only reads memory never builds the change validators.
+_strict = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class SourceRef(BaseModel):

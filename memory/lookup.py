@@ -44,7 +44,8 @@ __all__ = [
     "recent_sessions",
 ]
 
-_frozen = ConfigDict(frozen=True, extra="forbid")
+# Built on first use: a command that lists sessions never builds the transcript window's validator.
+_frozen = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class SessionInfo(BaseModel):
@@ -129,7 +130,9 @@ def _info(store: BaseStore, session_id: str, messages: Sequence[str] | None = No
     # Counted and found by the store's queries in a fresh process: listing thirty sessions builds
     # none of their indexes (a million-node session costs its branch walk, not its graph).
     session = store.session(session_id)
-    return SessionInfo(
+    # Every value comes typed from the store: constructed without a validation pass, so a listing
+    # that only prints its rows builds no validator.
+    return SessionInfo.model_construct(
         id=session.id,
         title=session.title,
         created_at=session.created_at,
@@ -263,7 +266,7 @@ def read_transcript(
     note = _note(tail.total, len(nodes), tail.older, tail.newer, before)
     if count is not None and count != n:
         note += f" The count {count} was clamped to {n}."
-    return TranscriptWindow(
+    return TranscriptWindow.model_construct(  # typed values from the store, as in _info
         session_id=SessionId(session_id),
         head=NodeId(head) if head else None,
         messages=tuple(nodes),

@@ -2,6 +2,8 @@
 
 * :mod:`graph.cli.launch`: the console script; answers ``--version`` before importing anything heavy;
 * :mod:`graph.cli.commands`: the typer application and the graph's own commands;
+* :mod:`graph.cli.quick`: the plain forms of the quick commands (``sessions``, and those other
+  packages describe), answered without typer;
 * :mod:`graph.cli.importing`: ``import`` and ``export``.
 
 Other packages add commands through the ``sessiongraph.cli`` entry-point group. This package imports

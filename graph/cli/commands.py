@@ -33,15 +33,26 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from graph.cli.arguments import RepeatedArgumentsCommand
-from graph.cli.quick import default_db, exit_for, list_sessions, open_target, target_of
+from graph.cli.quick import (
+    content_parts,
+    default_db,
+    exit_for,
+    id_column,
+    list_sessions,
+    node_json,
+    open_target,
+    resolve_node,
+    resolve_session,
+    session_short_forms,
+    target_of,
+    tool_call_text,
+)
 from graph.terminal import (
-    AmbiguousReferenceError,
     CommandLineError,
     dump_json,
     error_line,
     json_ready,
     markup,
-    resolve_ref,
     say,
     settings,
     short_forms,
@@ -54,7 +65,7 @@ if TYPE_CHECKING:
     from rich.tree import Tree
 
     from graph.ids import NodeId
-    from graph.models import Node, SearchHit, Session, ToolCallBlock
+    from graph.models import Node, SearchHit, Session
     from graph.store.base import BaseStore
 
 __all__ = [
@@ -143,48 +154,8 @@ def open_store(ctx: typer.Context | None) -> BaseStore:
     return open_target(ctx.obj["db"] if ctx and ctx.obj else default_db())
 
 
-def resolve_session(store: BaseStore, ref: str) -> Session:
-    """Return the session whose id is ``ref``, or uniquely starts or ends with it.
-
-    A short form as the tables print it (``…62666fbc``) is accepted. When a parent's id and its
-    spawned sessions' ids all start with ``ref``, the parent is meant.
-
-    Raises:
-        UnknownSessionError: no session matches.
-        AmbiguousReferenceError: several sessions match (their ids are in the message).
-    """
-    if store.has_session(ref):
-        return store.session(ref)
-    everything = store.sessions()
-    try:
-        found = resolve_ref(ref, {s.id for s in everything}, "session")
-    except AmbiguousReferenceError as e:
-        tops = [s for s in everything if s.id in e.matches and s.parent_session is None]
-        if len(tops) == 1 and all(m.startswith(tops[0].id) for m in e.matches):
-            return tops[0]
-        raise
-    if found is None:
-        from graph.errors import UnknownSessionError
-
-        raise UnknownSessionError(ref)
-    return store.session(found)
-
-
-def resolve_node(store: BaseStore, session_id: str, ref: str) -> str:
-    """Return the node of the session that ``ref`` names (an id, a unique prefix or suffix).
-
-    A reference that names no node is returned as given, for the store to reject with its own
-    :class:`~graph.errors.UnknownNodeError`.
-
-    Raises:
-        AmbiguousReferenceError: several nodes of the session match.
-    """
-    return resolve_ref(ref, store.index(session_id).pred.keys(), "node") or ref
-
-
-def session_short_forms(store: BaseStore) -> dict[str, str]:
-    """The short form of every session id of the store (what :func:`resolve_session` takes back)."""
-    return short_forms(s.id for s in store.sessions())
+def _dump(data: Any) -> None:
+    print(dump_json(data))
 
 
 def short(node_id: str) -> str:
@@ -196,52 +167,6 @@ def short(node_id: str) -> str:
     return short_forms([node_id])[node_id]
 
 
-def tool_call_text(block: ToolCallBlock, width: int = 60) -> str:
-    """``[tool call NAME] input`` with the call's input on one line, cut to ``width`` characters.
-
-    An input with a single argument shows its value; otherwise the arguments as compact JSON.
-    """
-    import orjson
-
-    args = block.arguments
-    if isinstance(args, dict) and len(args) == 1:
-        args = next(iter(args.values()))
-    if args is None or args == {}:
-        text = ""
-    elif isinstance(args, str):
-        text = args
-    else:
-        text = orjson.dumps(args, default=str).decode()
-    text = " ".join(text.split())
-    if len(text) > width:
-        text = text[: width - 1] + "…"
-    return f"[tool call {block.name}]" + (f" {text}" if text else "")
-
-
-def content_parts(node: Node) -> list[str]:
-    """A node's content as the parts ``show`` and ``read`` display, in block order.
-
-    Each text and tool result, each tool call as ``[tool call NAME] input`` (:func:`tool_call_text`)
-    and each image as ``[image REF]``; empty texts are left out.
-
-    The parts are not yet made safe for a terminal: pass what is shown through
-    :func:`graph.terminal.markup`.
-    """
-    from graph.models import ImageBlock, TextBlock, ToolCallBlock, ToolResultBlock
-
-    if isinstance(node.content, str):
-        return [node.content]
-    parts: list[str] = []
-    for b in node.content:
-        if isinstance(b, TextBlock | ToolResultBlock) and b.text:
-            parts.append(b.text)
-        elif isinstance(b, ToolCallBlock):
-            parts.append(tool_call_text(b))
-        elif isinstance(b, ImageBlock):
-            parts.append(f"[image {b.ref}]")
-    return parts
-
-
 def node_preview(node: Node, width: int = 70) -> str:
     """A node's content on one line, cut to ``width`` characters: text, tool calls and images named.
 
@@ -249,39 +174,6 @@ def node_preview(node: Node, width: int = 70) -> str:
     """
     text = " ".join(" ".join(content_parts(node)).split())
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _dump(data: Any) -> None:
-    print(dump_json(data))
-
-
-def node_json(node: Node) -> dict[str, Any]:
-    """A node as JSON-shaped data (for ``--json`` output)."""
-    return node.model_dump(mode="json") | {"text": node.text}
-
-
-def id_column(table: Any, name: str, shown: Iterable[str], full: bool) -> None:
-    """Add an id column to a rich table that no terminal width cuts.
-
-    Short forms keep their whole width on one line; whole ids (``full``) fold onto several lines
-    when the terminal is narrow, every character kept.
-
-    Args:
-        table: A ``rich.table.Table``.
-        name: The column's header.
-        shown: The cells the column will hold (for its width).
-        full: Whether the cells are whole ids.
-    """
-    if full:
-        from rich.console import Console
-
-        # Whole on one line when the id takes at most half the terminal, else folded.
-        room = max(12, Console().width // 2 - 4)
-        longest = max((len(name), *map(len, shown)))
-        table.add_column(name, overflow="fold", min_width=min(longest, room))
-    else:
-        widest = max((len(name), *map(len, shown)))
-        table.add_column(name, no_wrap=True, min_width=widest)
 
 
 _SINCE = re.compile(r"(\d+)\s*([mhdw])", re.IGNORECASE)

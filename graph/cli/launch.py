@@ -1,7 +1,8 @@
 """The ``sessiongraph`` console script: answers ``--version`` at once, else runs :mod:`graph.cli.commands`.
 
 Kept apart from :mod:`graph.cli.commands` so that printing the version loads neither typer, rich, pydantic
-nor the stores, and a plain ``sessiongraph sessions`` loads no typer (:mod:`graph.cli.quick`).
+nor the stores, and the plain forms of ``sessions``, ``recent``, ``read`` and ``latest`` load no typer
+(:mod:`graph.cli.quick`).
 """
 
 from __future__ import annotations
@@ -23,16 +24,15 @@ def version() -> str:
 
 
 def main() -> None:
-    """Run the command line (``--version`` without loading it, a plain ``sessions`` without typer)."""
+    """Run the command line (``--version`` without loading it, a plain quick command without typer)."""
     args = sys.argv[1:]
     if args == ["--version"]:
         print(f"sessiongraph {version()}")
         return
-    if "sessions" in args:
-        from graph.cli.quick import run as quick
+    from graph.cli.quick import run as quick
 
-        if quick(args):
-            return
+    if quick(args):
+        return
     from graph.cli.commands import main as run
 
     run()

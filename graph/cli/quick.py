@@ -1,33 +1,71 @@
-"""``sessiongraph sessions`` without typer: the listing a person runs most, started in the least time.
+"""Commands answered without typer: the listings a person runs most, started in the least time.
 
-Typer and the command tree it builds cost about a third of a small listing's start-up, and the listing
-needs neither. :func:`run` answers the common forms of the command itself, with the same output,
-errors and exit status as the typer command (which calls :func:`list_sessions` too):
+Typer and the command tree it builds cost about a third of a small listing's start-up, and a plain
+listing needs neither. :func:`run` answers the plain forms of the commands that describe themselves
+with a :class:`QuickCommand` (their options and arguments, and the function that runs them), with the
+same output, errors and exit status as their typer commands, which call the same functions:
 
-    sessiongraph [--db PATH] [-q | --quiet] sessions [--full] [--json] [--limit N]
+    sessiongraph [--db PATH] [-q | --quiet] COMMAND [ARGUMENT...] [OPTION...]
 
-where ``N`` is a positive integer (``--db=PATH`` and ``--limit=N`` too). Any other word (``--help``,
-``--since``, a value typer would refuse) makes :func:`run` answer False without doing anything, and
+``sessions`` is described here (:data:`SESSIONS`); another package describes its commands through the
+``sessiongraph.quick`` entry-point group, each entry point named after its command and naming its
+:class:`QuickCommand` (the memory package's ``recent``, ``read`` and ``latest``). A flag is given by
+its name, a number as ``--name N``, ``--name=N`` or ``-n N`` (ASCII digits, at least the option's
+minimum), a text as ``--name VALUE`` or ``--name=VALUE`` (not starting with ``-``); an argument is
+a word that does not start with ``-``. Any other word (``--help``, ``--``, an option the description
+does not name, a value typer would judge) makes :func:`run` answer False without doing anything, and
 the full command line takes it: every message about a mistake stays typer's.
 
-The module imports neither typer nor rich; the store and its models are imported when it opens one.
+The module imports neither typer nor rich, and keeps the typer-free helpers the commands of both
+paths share (resolving an id, a node's text, an id column); the store and its models are imported when
+it opens one.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from graph.errors import GraphError
-from graph.terminal import CommandLineError, dump_json, error_line, settings, short_forms, visible
+from graph.terminal import (
+    AmbiguousReferenceError,
+    CommandLineError,
+    dump_json,
+    error_line,
+    resolve_ref,
+    settings,
+    short_forms,
+    visible,
+)
 
 if TYPE_CHECKING:
+    from graph.models import Node, Session, ToolCallBlock
     from graph.store.base import BaseStore
 
-__all__ = ["default_db", "exit_for", "list_sessions", "open_target", "run", "target_of"]
+__all__ = [
+    "GRAPH_COMMANDS",
+    "SESSIONS",
+    "QuickCommand",
+    "content_parts",
+    "default_db",
+    "exit_for",
+    "id_column",
+    "list_sessions",
+    "node_json",
+    "open_target",
+    "quick_command",
+    "resolve_node",
+    "resolve_session",
+    "run",
+    "session_short_forms",
+    "target_of",
+    "tool_call_text",
+]
 
 
 def _expand(path: str | Path) -> Path:
@@ -97,6 +135,125 @@ def open_target(target: Path | str) -> BaseStore:
         ) from None
     except StoreError as e:
         raise CommandLineError(f"--db {path}", f"cannot open the store ({e})") from None
+
+
+def resolve_session(store: BaseStore, ref: str) -> Session:
+    """Return the session whose id is ``ref``, or uniquely starts or ends with it.
+
+    A short form as the tables print it (``…62666fbc``) is accepted. When a parent's id and its
+    spawned sessions' ids all start with ``ref``, the parent is meant.
+
+    Raises:
+        UnknownSessionError: no session matches.
+        AmbiguousReferenceError: several sessions match (their ids are in the message).
+    """
+    if store.has_session(ref):
+        return store.session(ref)
+    everything = store.sessions()
+    try:
+        found = resolve_ref(ref, {s.id for s in everything}, "session")
+    except AmbiguousReferenceError as e:
+        tops = [s for s in everything if s.id in e.matches and s.parent_session is None]
+        if len(tops) == 1 and all(m.startswith(tops[0].id) for m in e.matches):
+            return tops[0]
+        raise
+    if found is None:
+        from graph.errors import UnknownSessionError
+
+        raise UnknownSessionError(ref)
+    return store.session(found)
+
+
+def resolve_node(store: BaseStore, session_id: str, ref: str) -> str:
+    """Return the node of the session that ``ref`` names (an id, a unique prefix or suffix).
+
+    A reference that names no node is returned as given, for the store to reject with its own
+    :class:`~graph.errors.UnknownNodeError`.
+
+    Raises:
+        AmbiguousReferenceError: several nodes of the session match.
+    """
+    return resolve_ref(ref, store.index(session_id).pred.keys(), "node") or ref
+
+
+def session_short_forms(store: BaseStore) -> dict[str, str]:
+    """The short form of every session id of the store (what :func:`resolve_session` takes back)."""
+    return short_forms(s.id for s in store.sessions())
+
+
+def tool_call_text(block: ToolCallBlock, width: int = 60) -> str:
+    """``[tool call NAME] input`` with the call's input on one line, cut to ``width`` characters.
+
+    An input with a single argument shows its value; otherwise the arguments as compact JSON.
+    """
+    import orjson
+
+    args = block.arguments
+    if isinstance(args, dict) and len(args) == 1:
+        args = next(iter(args.values()))
+    if args is None or args == {}:
+        text = ""
+    elif isinstance(args, str):
+        text = args
+    else:
+        text = orjson.dumps(args, default=str).decode()
+    text = " ".join(text.split())
+    if len(text) > width:
+        text = text[: width - 1] + "…"
+    return f"[tool call {block.name}]" + (f" {text}" if text else "")
+
+
+def content_parts(node: Node) -> list[str]:
+    """A node's content as the parts ``show`` and ``read`` display, in block order.
+
+    Each text and tool result, each tool call as ``[tool call NAME] input`` (:func:`tool_call_text`)
+    and each image as ``[image REF]``; empty texts are left out.
+
+    The parts are not yet made safe for a terminal: pass what is shown through
+    :func:`graph.terminal.markup`.
+    """
+    from graph.models import ImageBlock, TextBlock, ToolCallBlock, ToolResultBlock
+
+    if isinstance(node.content, str):
+        return [node.content]
+    parts: list[str] = []
+    for b in node.content:
+        if isinstance(b, TextBlock | ToolResultBlock) and b.text:
+            parts.append(b.text)
+        elif isinstance(b, ToolCallBlock):
+            parts.append(tool_call_text(b))
+        elif isinstance(b, ImageBlock):
+            parts.append(f"[image {b.ref}]")
+    return parts
+
+
+def node_json(node: Node) -> dict[str, Any]:
+    """A node as JSON-shaped data (for ``--json`` output)."""
+    return node.model_dump(mode="json") | {"text": node.text}
+
+
+def id_column(table: Any, name: str, shown: Iterable[str], full: bool) -> None:
+    """Add an id column to a rich table that no terminal width cuts.
+
+    Short forms keep their whole width on one line; whole ids (``full``) fold onto several lines
+    when the terminal is narrow, every character kept.
+
+    Args:
+        table: A ``rich.table.Table``.
+        name: The column's header.
+        shown: The cells the column will hold (for its width).
+        full: Whether the cells are whole ids.
+    """
+    if full:
+        from rich.console import Console
+
+        # Whole on one line when the id takes at most half the terminal, else folded.
+        room = max(12, Console().width // 2 - 4)
+        longest = max((len(name), *map(len, shown)))
+        table.add_column(name, overflow="fold", min_width=min(longest, room))
+    else:
+        widest = max((len(name), *map(len, shown)))
+        table.add_column(name, no_wrap=True, min_width=widest)
 
 
 def list_sessions(
@@ -199,70 +356,153 @@ def _report(message: str) -> None:
     print(error_line(message), file=sys.stderr)
 
 
-def _value(args: list[str], i: int, name: str) -> tuple[str | None, int]:
-    """The value of option ``name`` at ``args[i]`` (``--name VALUE`` or ``--name=VALUE``) and the next index."""
-    word = args[i]
-    if word.startswith(name + "="):
-        return word[len(name) + 1 :], i + 1
-    if i + 1 < len(args) and not args[i + 1].startswith("-"):
-        return args[i + 1], i + 2
-    return None, i  # a value typer must judge (missing, or looking like an option)
+@dataclass(frozen=True)
+class QuickCommand:
+    """A command :func:`run` answers without typer: the words it takes and the function that runs it.
+
+    The function is called as ``function(store, *arguments, **options)`` with the store the command
+    line names (open, and closed afterwards), the arguments in order and every option: the value given
+    or the option's default. It prints what the typer command prints (the typer command calls it too).
+
+    Attributes:
+        name: The command word (``"recent"``).
+        function: ``"module:function"``, imported when the command runs.
+        arguments: How many arguments it takes, each a word not starting with ``-``.
+        flags: Option name (``"--json"``) to the function's parameter (``"json"``), False unless given.
+        numbers: Option name (``"--limit"``, ``"-n"``) to ``(parameter, default, minimum)``.
+        texts: Option name to ``(parameter, default)``.
+    """
+
+    name: str
+    function: str
+    arguments: int = 0
+    flags: Mapping[str, str] = field(default_factory=dict)
+    numbers: Mapping[str, tuple[str, int | None, int]] = field(default_factory=dict)
+    texts: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
+
+    def parse(self, words: list[str]) -> tuple[list[str], dict[str, Any]] | None:
+        """The arguments and options of ``words`` (what follows the command word), or None.
+
+        None when a word is not one :func:`run` answers (see the module's description): the
+        full command line judges it.
+        """
+        options: dict[str, Any] = {p: False for p in self.flags.values()}
+        options |= {p: default for p, default, _ in self.numbers.values()}
+        options |= {p: default for p, default in self.texts.values()}
+        arguments: list[str] = []
+        i = 0
+        while i < len(words):
+            word = words[i]
+            name, eq, inline = word.partition("=")
+            if word in self.flags:
+                options[self.flags[word]], i = True, i + 1
+            elif name in self.numbers or name in self.texts:
+                if eq and name.startswith("--"):  # typer reads ``-n=5`` as the value ``=5``
+                    value, i = inline, i + 1
+                elif eq:
+                    return None
+                elif i + 1 < len(words) and not words[i + 1].startswith("-"):
+                    value, i = words[i + 1], i + 2
+                else:
+                    return None  # a value typer must judge (missing, or looking like an option)
+                if name in self.numbers:
+                    parameter, _, minimum = self.numbers[name]
+                    if not value.isascii() or not value.isdigit() or int(value) < minimum:
+                        return None
+                    options[parameter] = int(value)
+                else:
+                    if not value or value.startswith("-"):
+                        return None
+                    options[self.texts[name][0]] = value
+            elif word and not word.startswith("-"):
+                arguments.append(word)
+                i += 1
+            else:
+                return None
+        return (arguments, options) if len(arguments) == self.arguments else None
 
 
-def _parse(args: list[str]) -> dict[str, object] | None:
-    """The options of a plain ``sessions`` command line, or None for anything else."""
-    got: dict[str, object] = {"db": None, "quiet": False, "full": False, "json": False, "limit": 50}
+SESSIONS = QuickCommand(
+    "sessions",
+    "graph.cli.quick:list_sessions",
+    flags={"--full": "full", "--json": "json"},
+    numbers={"--limit": ("limit", 50, 1)},
+)
+"""``sessiongraph sessions [--full] [--json] [--limit N]`` (the filters go to typer)."""
+
+GRAPH_COMMANDS = frozenset(
+    {"sessions", "search", "show", "pending", "mark", "rm", "import", "export"}
+)
+"""The graph's own commands: no other package's quick description is looked for under these names."""
+
+
+def quick_command(name: str) -> QuickCommand | None:
+    """The description of command ``name`` (:data:`SESSIONS`, or a ``sessiongraph.quick`` entry point)."""
+    if name == SESSIONS.name:
+        return SESSIONS
+    if name in GRAPH_COMMANDS:
+        return None
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group="sessiongraph.quick"):
+        if ep.name == name:
+            found = ep.load()
+            return found if isinstance(found, QuickCommand) and found.name == name else None
+    return None
+
+
+def _globals(args: list[str]) -> tuple[str | None, bool, int] | None:
+    """``--db``'s value, whether ``-q`` was given and the index of the command word; None otherwise."""
+    db: str | None = None
+    quiet = False
     i = 0
-    while i < len(args) and args[i] != "sessions":
+    while i < len(args) and args[i].startswith("-"):
         word = args[i]
         if word in ("-q", "--quiet"):
-            got["quiet"], i = True, i + 1
-        elif word == "--db" or word.startswith("--db="):
-            value, i = _value(args, i, "--db")
-            if not value:
-                return None
-            got["db"] = value
+            quiet, i = True, i + 1
+        elif (
+            word == "--db" and i + 1 < len(args) and not args[i + 1].startswith("-") and args[i + 1]
+        ):
+            db, i = args[i + 1], i + 2
+        elif word.startswith("--db=") and len(word) > len("--db="):
+            db, i = word[len("--db=") :], i + 1
         else:
             return None
-    if i == len(args):
-        return None
-    i += 1
-    while i < len(args):
-        word = args[i]
-        if word in ("--full", "--json"):
-            got[word[2:]], i = True, i + 1
-        elif word == "--limit" or word.startswith("--limit="):
-            value, i = _value(args, i, "--limit")
-            if value is None or not value.isascii() or not value.isdigit() or int(value) < 1:
-                return None
-            got["limit"] = int(value)
-        else:
-            return None
-    return got
+    return (db, quiet, i) if i < len(args) else None
+
+
+def _function(path: str) -> Callable[..., None]:
+    from importlib import import_module
+
+    module, _, name = path.partition(":")
+    function: Callable[..., None] = getattr(import_module(module), name)
+    return function
 
 
 def run(args: list[str]) -> bool:
-    """Answer ``args`` (the words after ``sessiongraph``) when it is a plain ``sessions`` command line.
+    """Answer ``args`` (the words after ``sessiongraph``) when it is a plain quick command line.
 
     Returns:
-        False, having done nothing, for any other command line; True once the sessions are listed.
+        False, having done nothing, for any other command line; True once the command has run.
 
     Raises:
         SystemExit: the command failed (see :func:`exit_for`).
     """
-    got = _parse(args)
-    if got is None:
+    found = _globals(args)
+    if found is None:
         return False
-    settings.quiet = bool(got["quiet"])
+    db, quiet, at = found
+    command = quick_command(args[at])
+    parsed = command.parse(args[at + 1 :]) if command is not None else None
+    if command is None or parsed is None:
+        return False
+    arguments, options = parsed
+    settings.quiet = quiet
     try:
-        store = open_target(target_of(got["db"]))  # type: ignore[arg-type]
+        function = _function(command.function)
+        store = open_target(target_of(db))
         try:
-            list_sessions(
-                store,
-                limit=int(got["limit"]),  # type: ignore[call-overload]
-                full=bool(got["full"]),
-                json=bool(got["json"]),
-            )
+            function(store, *arguments, **options)
         finally:
             store.close()
     except (Exception, KeyboardInterrupt) as e:

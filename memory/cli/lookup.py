@@ -11,7 +11,8 @@
 ``SESSION`` is an id or a unique prefix or suffix of one (the short form the tables print). Unknown
 and ambiguous sessions and nodes are reported by :func:`graph.cli.commands.main` as ``error: ...`` with exit
 status 1. Text from transcripts is printed with its control characters made visible; ``--full``
-prints whole ids and ``--json`` always does.
+prints whole ids and ``--json`` always does. What ``recent``, ``read`` and ``latest`` print comes from
+:mod:`memory.cli.quick`, which also answers their plain forms without typer.
 """
 
 from __future__ import annotations
@@ -21,24 +22,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from graph.cli.commands import (
-    content_parts,
-    id_column,
-    node_json,
-    open_store,
-    resolve_node,
-    resolve_session,
-    session_short_forms,
-)
-from graph.terminal import dump_json, markup, short_forms
+from graph.cli.commands import open_store, resolve_session
+from graph.terminal import dump_json, markup
 from memory.caps import LOOKUP_DEFAULT_MESSAGES, LOOKUP_MAX_SESSIONS
+from memory.cli import quick
+from memory.cli.quick import window_json
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from graph.models import Node
     from graph.store.base import BaseStore
-    from memory.lookup import SessionInfo, TranscriptWindow
 
 __all__ = ["register", "register_lookups", "window_json"]
 
@@ -53,10 +46,6 @@ def _console() -> Console:
     return Console(highlight=False)
 
 
-_TEXT_WIDTH = 2_000
-"""Characters of one message shown in a table before it is cut (``--json`` prints everything)."""
-
-
 def _dump(data: Any) -> None:
     print(dump_json(data))
 
@@ -65,62 +54,6 @@ def _store(ctx: typer.Context) -> BaseStore:
     store = open_store(ctx)
     ctx.call_on_close(store.close)
     return store
-
-
-def _message_text(node: Node) -> str:
-    """A message's content for display: its text, with tool calls and images named in brackets."""
-    text = "\n".join(content_parts(node))
-    if len(text) > _TEXT_WIDTH:
-        text = (
-            text[:_TEXT_WIDTH] + f"… ({len(text) - _TEXT_WIDTH} more characters; --json shows all)"
-        )
-    return text
-
-
-def window_json(window: TranscriptWindow) -> dict[str, Any]:
-    """A transcript window as JSON-shaped data: its counts and note, then the messages (with ``text``)."""
-    return window.model_dump(mode="json", exclude={"messages"}) | {
-        "older_omitted": window.older_omitted,
-        "next_before": window.next_before,
-        "messages": [node_json(m) for m in window.messages],
-    }
-
-
-def _info_table(rows: list[SessionInfo], shorts: dict[str, str], full: bool) -> str:
-    """The ``recent`` table, drawn as plain text like ``sessions`` (no rich to import).
-
-    Ids are never cut: short forms whole on one line, or whole and folded with ``--full``.
-    """
-    from graph import plain_table
-    from graph.plain_table import Column
-    from graph.terminal import visible
-
-    def name(sid: str | None) -> str:
-        return "" if not sid else sid if full else shorts.get(sid, sid)
-
-    spawned = any(s.parent_session for s in rows)
-    ids = Column("session", "fold" if full else "fixed", minimum=12)
-    columns = [
-        ids,
-        Column("updated"),
-        Column("msgs", right=True),
-        Column("tips", right=True),
-        Column("title", "wrap", minimum=10),
-    ]
-    if spawned:
-        columns.append(Column("spawned by", ids.mode, minimum=12))
-    table = [
-        [
-            visible(name(s.id)),
-            s.updated_at.strftime("%Y-%m-%d %H:%M"),
-            str(s.messages),
-            str(len(s.live_tips)),
-            visible(" ".join(s.title.split())),
-            *([visible(name(s.parent_session))] if spawned else []),
-        ]
-        for s in rows
-    ]
-    return plain_table.render(columns, table, plain_table.terminal_width())
 
 
 def recent(
@@ -132,18 +65,7 @@ def recent(
     json: _JSON = False,
 ) -> None:
     """List the most recently updated sessions (at most 30): id, title, updated, messages, live tips."""
-    from memory.lookup import recent_sessions
-
-    store = _store(ctx)
-    rows = recent_sessions(store, limit)
-    if json:
-        _dump([s.model_dump(mode="json") for s in rows])
-        return
-    if not rows:
-        print("no sessions; import some with `sessiongraph import`")
-        return
-    print(_info_table(rows, session_short_forms(store), full))
-    print(f"{len(rows)} session(s), most recently updated first")
+    quick.recent(_store(ctx), limit=limit, full=full, json=json)
 
 
 def open_(ctx: typer.Context, session: _SESSION, json: _JSON = False) -> None:
@@ -195,81 +117,12 @@ def read(
     json: _JSON = False,
 ) -> None:
     """Read the newest messages of a session's transcript (its head's branch), oldest first, with totals."""
-    from rich.table import Table
-
-    from memory.lookup import read_transcript
-
-    store = _store(ctx)
-    sid = resolve_session(store, session).id
-    if before is not None and sid not in store.locate([before]).values():
-        before = resolve_node(store, sid, before)  # a prefix or suffix: matched among all nodes
-    window = read_transcript(store, sid, count, before)
-    if json:
-        _dump(window_json(window))
-        return
-    # Short forms among the window's ids: a suffix shared with an unlisted node of the session is
-    # refused back as ambiguous (naming both), never taken for the wrong node.
-    listed = [m.id for m in window.messages]
-    names = {n: n for n in listed} if full else short_forms(listed)
-    counted = (
-        f"{window.returned} of {window.total} messages"
-        if window.total is not None
-        else f"the newest {window.returned} messages (older ones exist, not counted)"
-        if not window.newer
-        else f"{window.returned} messages (older ones exist, not counted)"
-    )
-    table = Table(
-        title=f"{markup(window.session_id)}: {counted}",
-        title_justify="left",
-    )
-    last = window.older + window.returned if window.older is not None else window.returned
-    table.add_column("#", justify="right", no_wrap=True, min_width=len(str(last)) + 1)
-    id_column(table, "node", [names[m.id] for m in window.messages], full)
-    table.add_column("time", no_wrap=True, min_width=16)
-    table.add_column("role", no_wrap=True, min_width=9)
-    table.add_column("text", ratio=1, min_width=20)
-    # Uncounted older messages: number the window back from its newest message (-1, -2, ...).
-    numbers = (
-        [str(i) for i in range(window.older + 1, window.older + window.returned + 1)]
-        if window.older is not None
-        else [str(-(window.newer + window.returned - k)) for k in range(window.returned)]
-    )
-    for i, m in zip(numbers, window.messages, strict=True):
-        table.add_row(
-            i,
-            markup(names[m.id]),
-            m.created_at.strftime("%Y-%m-%d %H:%M"),
-            m.role.value,
-            markup(_message_text(m)),
-        )
-    console = _console()
-    console.print(table)
-    console.print(markup(window.note))
-    if window.next_before:
-        # The whole id: paging back with it walks from the head, as this read did; a short form
-        # is accepted too but is matched among every node of the session first.
-        console.print(f"older: --before {markup(window.next_before)}")
+    quick.read(_store(ctx), session, count=count, before=before, full=full, json=json)
 
 
 def latest(ctx: typer.Context, session: _SESSION, json: _JSON = False) -> None:
     """Show the newest message of a session's head's branch."""
-    from memory.lookup import latest_message
-
-    store = _store(ctx)
-    sid = resolve_session(store, session).id
-    node = latest_message(store, sid)
-    if json:
-        _dump(node_json(node) if node else None)
-        return
-    console = _console()
-    if node is None:
-        console.print(f"session {markup(sid)} has no messages")
-        return
-    console.print(
-        f"[bold]{node.role.value}[/] [dim]{markup(node.id)} "
-        f"{node.created_at.isoformat(timespec='seconds')}[/]"
-    )
-    console.print(markup(_message_text(node)))
+    quick.latest(_store(ctx), session, json=json)
 
 
 _COMMANDS: dict[str, Callable[..., None]] = {

@@ -50,15 +50,10 @@ import typer
 from graph.cli.arguments import RepeatedArgumentsCommand
 from graph.cli.commands import id_column, open_store, resolve_session, session_short_forms
 from graph.errors import GraphError
-from graph.lineage import is_abandoned
-from graph.models import to_micros
-from graph.store.base import BaseStore
 from graph.terminal import dump_json, markup, say, settings, short_forms
 from memory import caps
-from memory.adding import DEFAULT_ADD_TOPIC, add_memory, cited_nodes
-from memory.branches import BranchView, alternatives
+from memory.adding import DEFAULT_ADD_TOPIC  # the workspace's modules: every command opens one
 from memory.caps import CapExceeded
-from memory.completion import writer_for
 from memory.config import (
     ConfigError,
     MemoryOffError,
@@ -66,26 +61,10 @@ from memory.config import (
     load_config,
     workspace_location,
 )
-from memory.editing import apply_edits, stage_topics
 from memory.errors import MemoryLayerError, WorkspacePathError
-from memory.forget import forget_session
-from memory.history import diff as history_diff
-from memory.history import export_history, resolve_record
-from memory.history import log as history_log
-from memory.organizer import OfflineOrganizer, reorganize
-from memory.pipeline import WritePipeline
-from memory.reading import (
-    RecordView,
-    export_markdown,
-    record_view,
-    record_views,
-    search_page,
-    workspace_status,
-)
-from memory.tombstones import DEFAULT_GRACE, delete_record, purge_expired, undo_delete
-from memory.watcher import IdleWatcher
-from memory.workspace import MemoryWorkspace
 
+# Each command imports the modules it runs (the pipeline, the watcher, the organizer...), so that
+# ``memory status`` or ``memory list`` loads neither the writers nor the watcher.
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress, TaskID
@@ -302,6 +281,9 @@ def list_(
     json: _JSON = False,
 ) -> None:
     """List the records with their citations' snippets and source session and node."""
+    from memory.reading import record_views
+    from memory.tombstones import purge_expired
+
     with _errors():
         ws = _ws(ctx)
         purge_expired(ws)
@@ -384,12 +366,16 @@ def search(
     from rich import box
     from rich.table import Table
 
+    from memory.reading import search_page
+
     with _errors():
         ws = _ws(ctx)
         keep = None
         if branch is not None:
             if branch != "head":
                 raise ValueError(f"--branch {branch!r}: the only branch filter is 'head'")
+            from memory.branches import BranchView
+
             keep = BranchView(ws, _store(ctx)).on_head_branch
         result = search_page(ws, query, page, per_page, keep=keep)
         if json:
@@ -451,6 +437,8 @@ def delete(
 
     The undo hint repeats the --db and -w given, so it runs on the same workspace.
     """
+    from memory.tombstones import DEFAULT_GRACE, delete_record
+
     with _errors():
         grace = DEFAULT_GRACE if grace is None else grace
         if grace < 0:
@@ -470,6 +458,8 @@ def delete(
 @memory_app.command()
 def undo(ctx: typer.Context, record: _RECORD) -> None:
     """Restore a deleted record inside its grace period (same id, timestamps and citations)."""
+    from memory.tombstones import undo_delete
+
     with _errors():
         rec = undo_delete(_ws(ctx), record)
         say(
@@ -489,6 +479,9 @@ def export(
     ] = False,
 ) -> None:
     """Export the Markdown views (topics/**/*.md, core.md) to a directory."""
+    from memory.history import export_history
+    from memory.reading import export_markdown
+
     with _errors():
         if output.exists() and not output.is_dir():
             raise ValueError(f"-o {output}: is a file; give a folder to write the views into")
@@ -529,6 +522,9 @@ def add(
 
     Cited turns are archived and cited; with no --cite the record keeps a bare snippet citation.
     """
+    from memory.adding import add_memory, cited_nodes
+    from memory.reading import record_view
+
     with _errors():
         ws = _ws(ctx)
         nodes = cited_nodes(_store(ctx), cite) if cite else []
@@ -555,6 +551,8 @@ def forget(
     Records citing only the session are deleted, other records lose its citations, and its archived
     turns are erased (recorded as an erase, without their content). All or nothing; no undo.
     """
+    from memory.forget import forget_session
+
     with _errors():
         ws = _ws(ctx)
         if not yes and not typer.confirm(
@@ -598,6 +596,9 @@ def log(
     json: _JSON = False,
 ) -> None:
     """List the revisions, newest first: when, what made them and which records they changed."""
+    from memory.history import log as history_log
+    from memory.history import resolve_record
+
     with _errors():
         ws = _ws(ctx)
         rid = resolve_record(ws.conn, record) if record is not None else None
@@ -648,6 +649,8 @@ def diff(
     json: _JSON = False,
 ) -> None:
     """Show what differs between two revisions, record by record, with content diffs."""
+    from memory.history import diff as history_diff
+
     with _errors():
         ws = _ws(ctx)
         entries = history_diff(ws.conn, old, new)
@@ -676,6 +679,8 @@ def restore(
     ],
 ) -> None:
     """Bring memory (or one record) back to a revision, validated, as a new revision."""
+    from memory.history import resolve_record
+
     with _errors():
         ws = _ws(ctx)
         ref, at, rev_text = target.rpartition("@")
@@ -695,6 +700,9 @@ def restore(
 @memory_app.command()
 def organize(ctx: typer.Context, json: _JSON = False) -> None:
     """Run the offline organizer: merge exact duplicates (never alternatives of exclusive forks)."""
+    from memory.branches import alternatives
+    from memory.organizer import OfflineOrganizer, reorganize
+
     with _errors():
         ws = _ws(ctx)
         result = reorganize(ws, OfflineOrganizer(apart=alternatives(ws, _store(ctx))))
@@ -736,6 +744,8 @@ def edit(
     with the edits is kept, and the command to apply it again once fixed is printed.
     """
     import shutil
+
+    from memory.editing import stage_topics
 
     with _errors():
         ws = _ws(ctx)
@@ -782,6 +792,7 @@ def edit(
 
 
 def _apply(ws: MemoryWorkspace, directory: Path) -> None:
+    from memory.editing import apply_edits
 
     topics, ids = apply_edits(ws, directory)
     console = _console()
@@ -819,7 +830,10 @@ def write(
     base_url: _BASE_URL = None,
 ) -> None:
     """Write what the sessions owe this workspace (every live tip, the head first), with progress."""
-    from memory.pipeline import owed_ids
+    from graph.lineage import is_abandoned
+    from graph.models import to_micros
+    from memory.completion import writer_for
+    from memory.pipeline import WritePipeline, owed_ids
 
     with _errors():
         writer = writer_for(ctx.obj["config"], model=model, base_url=base_url)
@@ -877,6 +891,10 @@ def watch(
     base_url: _BASE_URL = None,
 ) -> None:
     """Run the idle watcher in the foreground: a progress line per session, a summary per pass."""
+    from memory.completion import writer_for
+    from memory.pipeline import WritePipeline
+    from memory.watcher import IdleWatcher
+
     with _errors():
         if idle < 0 or poll <= 0:
             raise ValueError("--idle must be 0 or more seconds and --poll more than 0 seconds")
@@ -929,6 +947,9 @@ def status(ctx: typer.Context, full: _FULL = False, json: _JSON = False) -> None
     """Show the workspace id, record and source counts, pending turns per session, last failure."""
     from rich import box
     from rich.table import Table
+
+    from memory.reading import workspace_status
+    from memory.tombstones import purge_expired
 
     with _errors():
         ws, store = _ws(ctx), _store(ctx)
