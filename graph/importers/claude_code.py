@@ -56,10 +56,11 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from itertools import chain
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -186,6 +187,10 @@ class _LineEntries(dict[str, Line]):
         """``str(data.get("timestamp", ""))`` of the entry (how the rewind rule compares times)."""
         return str(self[u].data.get("timestamp", ""))
 
+    def call_ids(self, u: str) -> Sequence[Any]:
+        """The ``id`` of each ``tool_use`` block of the entry's message, in order."""
+        return _call_ids(self[u].data)
+
     def where(self, u: str) -> tuple[int, int, int]:
         """(line number, byte offset, part) of the entry (see :class:`Line`)."""
         line = self[u]
@@ -219,6 +224,7 @@ class _SlimEntries(Mapping[str, Line]):
         "_shapes",
         "_parts",
         "_odd_times",
+        "_calls",
     )
 
     def __init__(self) -> None:
@@ -231,6 +237,8 @@ class _SlimEntries(Mapping[str, Line]):
         self._digits = array("B")
         self._shapes: list[Mapping[str, Any]] = []
         self._parts: dict[int, int] = {}
+        self._calls: dict[int, tuple[Any, ...]] = {}
+        """Position -> the ids of the entry's tool calls (:meth:`call_ids`), where it has any."""
         self._odd_times: dict[int, Any] = {}
         """Position -> the raw ``timestamp`` of entries whose time is not in :func:`_iso_z`'s
         form (``_MISSING`` when there is none)."""
@@ -244,9 +252,16 @@ class _SlimEntries(Mapping[str, Line]):
         number: int,
         offset: int,
         part: int,
+        calls: tuple[Any, ...] = (),
     ) -> None:
-        """Append an entry (``parent`` and ``stamp``: its fields, ``_MISSING`` when absent)."""
-        i = len(self._uuids)
+        """Append an entry (before :meth:`seal`).
+
+        ``parent`` and ``stamp`` are its fields (``_MISSING`` when absent), ``calls`` the ids of
+        its tool calls (:meth:`call_ids`), ``shape`` the rest (:meth:`shape`).
+        """
+        i = len(self._numbers)
+        if calls:
+            self._calls[i] = calls
         pos = self._pos
         pos[u] = i
         self._uuids.append(u)
@@ -272,9 +287,24 @@ class _SlimEntries(Mapping[str, Line]):
         self._digits.append(digits)
         self._shapes.append(shape)
 
+    def seal(self) -> None:
+        """Say that every entry is added: what only :meth:`add` needs is let go."""
+        self._uuids = []
+
     def __getitem__(self, u: str) -> Line:
         i = self._pos[u]
         data = {"uuid": u, **self._shapes[i]}
+        ids = self._calls.get(i)
+        if ids:  # the tool calls' blocks with their ids, as the slim entry had them
+            calls = iter(ids)
+            data["message"] = {
+                "content": [
+                    {**b, "id": next(calls, None)}
+                    if isinstance(b, dict) and b.get("type") == "tool_use"
+                    else b
+                    for b in data["message"]["content"]
+                ]
+            }
         parent = self._parents[i]
         if parent is not _MISSING:
             data["parentUuid"] = parent
@@ -322,6 +352,13 @@ class _SlimEntries(Mapping[str, Line]):
     def micros(self, u: str) -> int:
         """The entry's time in microseconds since the epoch (:data:`_NO_TIME`: none or unreadable)."""
         return self._times[self._pos[u]]
+
+    def call_ids(self, u: str) -> Sequence[Any]:
+        """The ``id`` of each ``tool_use`` block of the entry's message, in order.
+
+        The shape's blocks leave them out, so that one shape serves every call of a tool.
+        """
+        return self._calls.get(self._pos[u], ())
 
     def stamp_text(self, u: str) -> str:
         """``str(data.get("timestamp", ""))`` of the entry (how the rewind rule compares times)."""
@@ -426,14 +463,16 @@ def _read(
                 first = t.entries.number(uid)
                 report.dropped.append((line.number, uid, f"a replay of line {first}'s uuid"))
             elif slims is not None:
+                shape = slimmer.shape(data)
                 slims.add(
                     uid,
                     data.get("parentUuid", _MISSING),
                     data.get("timestamp", _MISSING),
-                    slimmer.shape(data),
+                    shape,
                     line.number,
                     line.offset,
                     line.part,
+                    slimmer.calls,
                 )
             else:
                 lines[uid] = line
@@ -449,6 +488,8 @@ def _read(
                     )
                 )
             t.other.append(line)
+    if slims is not None:
+        slims.seal()
     return t
 
 
@@ -494,6 +535,9 @@ class _Slimmer:
     def __init__(self) -> None:
         self.shared: dict[Any, Any] = {}
         self.origin: dict[str, Any] = {}
+        self.calls: tuple[Any, ...] = ()
+        """The ids of the tool calls of the entry :meth:`shape` saw last (its blocks leave them
+        out, so that one block serves every call of a tool)."""
         self.interned: set[int] = {id(_TEXT), id(_NO_TEXT), id(_NO_CONTENT)}
         """The ids of the shared dicts (only those a shape may hold and still be shared)."""
 
@@ -510,6 +554,7 @@ class _Slimmer:
         The result may be shared with other entries: it is never written to.
         """
         shared = self.shared
+        self.calls = ()
         out: dict[str, Any] = {}
         for k in _KEPT:
             if k in data:
@@ -571,6 +616,7 @@ class _Slimmer:
             return _NO_CONTENT
         shared = self.shared
         blocks: list[dict[str, Any]] = []
+        calls: list[Any] = []
         plain = True
         for b in content:
             if not isinstance(b, dict):
@@ -579,14 +625,19 @@ class _Slimmer:
             if isinstance(kind, str):
                 kind = shared.setdefault(kind, kind)
                 if kind == "tool_use":
+                    calls.append(b.get("id"))
                     name = b.get("name")
-                    block: dict[str, Any] = {"type": kind, "id": b.get("id")}
-                    block["name"] = shared.setdefault(name, name) if isinstance(name, str) else name
                     args = b.get("input")
                     if name in ("Task", "Agent") and isinstance(args, dict):
+                        block: dict[str, Any] = {"type": kind, "name": name}
                         block["input"] = {"prompt": args["prompt"]} if "prompt" in args else {}
-                    blocks.append(block)
-                    plain = False
+                        blocks.append(block)
+                        plain = False
+                    elif isinstance(name, str):
+                        blocks.append(self._intern(("call", name), {"type": kind, "name": name}))
+                    else:
+                        blocks.append({"type": kind, "name": name})
+                        plain = False
                 elif kind == "tool_result" and agent:
                     blocks.append({"type": kind, "tool_use_id": b.get("tool_use_id")})
                     plain = False
@@ -598,9 +649,10 @@ class _Slimmer:
             else:
                 blocks.append({"type": kind})
                 plain = False
+        self.calls = tuple(calls)
         if not plain:
             return {"content": blocks}
-        return self._intern(("blocks", *(b["type"] for b in blocks)), {"content": blocks})
+        return self._intern(("blocks", *map(id, blocks)), {"content": blocks})
 
 
 def is_agent_file(path: Path) -> bool:
@@ -865,7 +917,8 @@ def _link(
 
     Every walk here is bounded by the number of entries.
     """
-    inside = set(uuids)
+    # (uuids are distinct entries of t: as many as t holds are all of them)
+    inside: Container[str] = t.entries if len(uuids) == len(t.entries) else set(uuids)
     out = _Links()
     pred, extra = out.pred, out.extra
     lines = _LineNumbers(t.entries)
@@ -998,6 +1051,8 @@ def _cut_cycles(links: _Links, lines: Mapping[str, int], report: FileReport) -> 
     link of the entry written last.
     """
     pred = links.pred
+    if all(p is None or p not in pred or lines[p] < lines[u] for u, p in pred.items()):
+        return  # every link goes to an earlier line: none closes a cycle (the usual file)
     done: set[str] = set()
     for start in pred:
         if start in done:
@@ -1546,8 +1601,9 @@ class _Plan:
     title: str
     meta: dict[str, Any]
     created_at: datetime
-    depends: list[str]
-    """Every node id the plan depends on (repeats allowed): what it read of the store is ``seen``."""
+    depends: tuple[Sequence[str], ...]
+    """Every node id the plan depends on, in a few sequences (repeats allowed): what it read of the
+    store is ``seen``."""
     seen: dict[str, str]
     """Node id -> session, for those of ``depends`` stored when the plan read them."""
     origin: dict[str, Any]
@@ -1636,8 +1692,10 @@ def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
     dangling = {str(e["dangling_parent"]) for e in links.extra.values() if "dangling_parent" in e}
     # Every new node is a fresh entry, stored under its uuid or kept apart: what the plan depends
     # on is the fresh entries (located above), the apart ids and the dangling parents.
-    depends = fresh + list(new.node_ids.values()) + sorted(dangling)
-    seen = foreign | _located(store, depends[len(fresh) :])
+    others = [*new.node_ids.values(), *sorted(dangling)]
+    seen = foreign | _located(store, others)
+    if len(new) == len(main):  # every entry is new: one list of their ids serves both
+        new.uuids = main
     return _Plan(
         sid=sid,
         main=main,
@@ -1650,7 +1708,7 @@ def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
         title=_title(t, main),
         meta=meta,
         created_at=_moment(0 if created is None else created),
-        depends=depends,
+        depends=(fresh, others),
         seen=seen,
         origin=origin,
         report_marks=marks,
@@ -1670,7 +1728,7 @@ def _still_true(store: BaseStore, plan: _Plan, existed: bool) -> bool:
     """
     if store.has_session(plan.sid) != existed:
         return False
-    return _located(store, plan.depends) == plan.seen
+    return _located(store, chain.from_iterable(plan.depends)) == plan.seen
 
 
 def _apply_main(
@@ -1783,6 +1841,15 @@ def _note_off_branch(
         )
 
 
+def _call_ids(data: Mapping[str, Any]) -> list[Any]:
+    """The ``id`` of each ``tool_use`` block of an entry's message, in order."""
+    message = data.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, list):
+        return []
+    return [b.get("id") for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
+
+
 def _is_tool_result(data: Mapping[str, Any]) -> bool:
     message = data.get("message")
     content = message.get("content") if isinstance(message, dict) else None
@@ -1826,11 +1893,12 @@ def _tool_calls(t: _Transcript, uuids: Sequence[str]) -> dict[str, Any]:
         data = entries.shape(u)
         message = data.get("message")
         blocks = message.get("content") if isinstance(message, dict) else None
+        ids = iter(entries.call_ids(u)) if isinstance(blocks, list) and blocks else iter(())
         for b in blocks if isinstance(blocks, list) else []:
             if not isinstance(b, dict):
                 continue
             if b.get("type") == "tool_use":
-                calls["tool_use"][b.get("id")] = u
+                calls["tool_use"][next(ids, None)] = u
                 args = b.get("input")
                 if b.get("name") in ("Task", "Agent") and isinstance(args, dict):
                     calls["task_order"].append((entries.number(u), u))
