@@ -1432,6 +1432,9 @@ class _Specs:
 
     uuids: list[str] = field(default_factory=list)
     predecessors: list[str | None] = field(default_factory=list)
+    """Each node's predecessor, unless ``links`` gives them."""
+    links: Mapping[str, str | None] | None = None
+    """uuid -> predecessor, when that is each node's predecessor (then ``predecessors`` is empty)."""
     whens: array[int] = field(default_factory=lambda: array("q"))
     """Each node's time, in microseconds since the epoch."""
     node_ids: dict[int, str] = field(default_factory=dict)
@@ -1464,7 +1467,8 @@ class _Specs:
         """Add a node after the others (``micros``: its time, microseconds since the epoch)."""
         i = len(self.uuids)
         self.uuids.append(u)
-        self.predecessors.append(predecessor)
+        if self.links is None:
+            self.predecessors.append(predecessor)
         self.whens.append(micros)
         if node_id != u:
             self.node_ids[i] = node_id
@@ -1476,13 +1480,16 @@ class _Specs:
     def __len__(self) -> int:
         return len(self.uuids)
 
+    def _predecessor(self, i: int, u: str) -> str | None:
+        return self.predecessors[i] if self.links is None else self.links[u]
+
     def spec(self, i: int) -> _Spec:
         """The node at position ``i``."""
         u = self.uuids[i]
         return _Spec(
             u,
             self.node_ids.get(i, u),
-            self.predecessors[i],
+            self._predecessor(i, u),
             _moment(self.whens[i]),
             self.extra.get(i, _NO_EXTRA),
             self.covers.get(i, ()),
@@ -1501,24 +1508,25 @@ class _Specs:
             yield from _in_chunks(list(self))
             return
         n = len(self.uuids)
-        preds, whens, ids, extra, covers = (
-            self.predecessors,
-            self.whens,
-            self.node_ids,
-            self.extra,
-            self.covers,
-        )
+        links = self.links
+        whens, ids, extra, covers = self.whens, self.node_ids, self.extra, self.covers
         for start in range(0, n, _CHUNK):
+            part = self.uuids[start : start + _CHUNK]
+            preds = (
+                self.predecessors[start : start + _CHUNK]
+                if links is None
+                else [links[u] for u in part]
+            )
             yield [
                 _Spec(
                     u,
                     ids.get(i, u),
-                    preds[i],
+                    p,
                     _moment(whens[i]),
                     extra.get(i, _NO_EXTRA),
                     covers.get(i, ()),
                 )
-                for i, u in enumerate(self.uuids[start : start + _CHUNK], start)
+                for i, (u, p) in enumerate(zip(part, preds, strict=True), start)
             ]
         if n == 0:
             yield []
@@ -1638,7 +1646,8 @@ def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
     copied, apart = _copies(store, t, sid, foreign, report) if fresh else ({}, {})
     if known:
         apart |= {u: f"{u}@{sid}" for u in main if f"{u}@{sid}" in known}  # kept apart before
-    main = [u for u in main if u not in copied]
+    if copied:
+        main = [u for u in main if u not in copied]
     links = _link(t, main, known, copied, report)
     pred = links.pred
     head = _head(t, main)
@@ -1656,7 +1665,8 @@ def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
     def nid(u: str) -> str:
         return apart.get(u, u)
 
-    new = _Specs()
+    # (with no entry kept apart, a node's predecessor is its entry's: pred serves as the column)
+    new = _Specs(links=None if apart else pred)
     created: int | None = None
     when = 0  # each entry's time (microseconds since the epoch), as _times gives it
     entries, extras = t.entries, links.extra
