@@ -444,10 +444,10 @@ def _read(
 ) -> _Transcript:
     """Read a file's entries; with ``slim``, keep of each uuid entry only what the rules read.
 
-    (:class:`_Slimmer`).
-
-    A slim read holds a few hundred bytes per entry whatever the entries' size (tool outputs,
-    file contents): the nodes are made from the file, read again a chunk at a time.
+    A slim read (:class:`_SlimEntries`, :class:`_Slimmer`) holds about two hundred bytes per
+    entry whatever the entries' size (tool outputs, file contents): its uuid, parent, line, offset
+    and time, and a reference to its shape, shared with every entry of that shape. The nodes are
+    made from the file, read again a chunk at a time.
     """
     t = _Transcript(path, slim=slim)
     slimmer = _Slimmer()
