@@ -136,13 +136,8 @@ def _iso_z(micros: int, digits: int) -> str:
     ``digits`` is how many digits the fraction of a second has: 3 (what Claude Code writes), 6 or
     0 (no fraction). It is exactly the string :data:`_ISO_Z` matched, when that parses.
     """
-    t = _moment(micros)
-    text = f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}"
-    if digits == 3:
-        return f"{text}.{t.microsecond // 1000:03d}Z"
-    if digits == 6:
-        return f"{text}.{t.microsecond:06d}Z"
-    return f"{text}Z"
+    spec = "milliseconds" if digits == 3 else "microseconds" if digits == 6 else "seconds"
+    return _moment(micros).isoformat(timespec=spec)[:-6] + "Z"  # (without its "+00:00")
 
 
 _ISO_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{3}|\.\d{6})?Z", re.ASCII).fullmatch
