@@ -18,7 +18,8 @@ resuming from the stored offset, warm and cold, and the floor of parsing the new
 
 Peak memory: a Claude Code file of 2e4, 5e4 and 1e5 entries (quick mode: 5e3, 2e4 and 5e4)
 imported in a process of its own: the process's peak resident size during the import minus its
-resident size before it, beside the size of the session's index, with the growth per 1e4 entries.
+resident size before it, beside the size of the session's index, with the growth per 1e4 entries
+(``--memory-only`` runs this part alone, ``--memory-sizes`` sets its sizes).
 """
 
 from __future__ import annotations
@@ -463,9 +464,10 @@ def _run_memory(bench: Bench, directory: Path, sizes: list[int]) -> None:
         if figures:
             n0, mib0, index0 = figures[-1]
             per = 1e4 / (n - n0)
+            beyond = ((mib - index) - (mib0 - index0)) * per
             growth = (
                 f"; per 1e4 more entries: +{(mib - mib0) * per:.1f} MiB,"
-                f" +{((mib - index) - (mib0 - index0)) * per:.1f} MiB beyond the index"
+                f" +{beyond:.1f} MiB beyond the index ({beyond * 2**20 / 1e4:.0f} B per entry)"
             )
         figures.append((n, mib, index))
         print(
@@ -497,10 +499,17 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     if argv[:1] == ["--write-claude-code"]:  # the memory runs' files, written in a child process
         _write(Path(argv[2]), claude_code_lines(int(argv[1])))
         return {}
-    args = parse_args(__doc__.splitlines()[0], argv)
+    args = parse_args(__doc__.splitlines()[0], argv, _memory_options)
     sizes = [200] if args.smoke else [2_000] if args.quick else [10_000, 100_000]
     bench = Bench("import", args.quick, args.repeats)
+    peak_sizes = [2_000, 5_000] if args.smoke else [5_000, 20_000, 50_000]
+    peak_sizes = peak_sizes if args.quick else [20_000, 50_000, 100_000]
+    if args.memory_sizes:
+        peak_sizes = [int(float(x)) for x in args.memory_sizes.split(",")]
     with scratch_dir(args.dir) as directory:
+        if args.memory_only:
+            _run_memory(bench, directory, peak_sizes)
+            return bench.finish(args.json)
         if CORPUS.is_dir():
             files = sorted(CORPUS.glob("*/*.jsonl"))
             entries = _read_parse(files)
@@ -515,9 +524,20 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         for fmt in FORMATS:
             for n in sizes:
                 _run_grown(bench, directory, n, fmt)
-        peak_sizes = [2_000, 5_000] if args.smoke else [5_000, 20_000, 50_000]
-        _run_memory(bench, directory, peak_sizes if args.quick else [20_000, 50_000, 100_000])
+        _run_memory(bench, directory, peak_sizes)
     return bench.finish(args.json)
+
+
+def _memory_options(p: Any) -> None:
+    p.add_argument(
+        "--memory-only", action="store_true", help="run only the peak-memory part (Claude Code)"
+    )
+    p.add_argument(
+        "--memory-sizes",
+        metavar="N,N,...",
+        help="the entry counts of the peak-memory part, smallest first (default: 2e4,5e4,1e5; "
+        "quick: 5e3,2e4,5e4); the flatness target compares the first with the last",
+    )
 
 
 if __name__ == "__main__":

@@ -54,10 +54,13 @@ How entries become nodes:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+import re
+from array import array
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
+from itertools import chain
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
@@ -85,6 +88,7 @@ from graph.models import (
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
+    to_micros,
 )
 from graph.store.base import BaseStore, node_of_fields, paused_gc
 
@@ -103,16 +107,286 @@ _ENTRY_TYPES |= set(_TITLE_TYPES)
 """Claude Code entry types written without a uuid (kept in the session metadata)."""
 
 
+_MISSING: Any = object()
+"""Stands for a field an entry does not have (told apart from one holding null)."""
+
+_NO_TIME = -(2**63)
+"""The time column's value for an entry whose time is missing or unreadable (it takes the time of
+the entry before it)."""
+
+
+def _micros(value: Any) -> int:
+    """An entry's ``timestamp`` as microseconds since the epoch, :data:`_NO_TIME` when unreadable."""
+    moment = parse_time(value, _UNREADABLE)
+    return _NO_TIME if moment is _UNREADABLE else to_micros(moment)
+
+
+_UNREADABLE = datetime(1, 1, 1, tzinfo=UTC)
+"""What :func:`parse_time` gives back, as its fallback, for a time it cannot read (by identity)."""
+
+
+def _moment(micros: int) -> datetime:
+    """The UTC time ``micros`` microseconds after the epoch (any year a datetime holds)."""
+    return EPOCH + timedelta(microseconds=micros)
+
+
+def _iso_z(micros: int, digits: int) -> str:
+    """``micros`` written as Claude Code writes times, ``2025-03-01T12:00:00.250Z``.
+
+    ``digits`` is how many digits the fraction of a second has: 3 (what Claude Code writes), 6 or
+    0 (no fraction). It is exactly the string :data:`_ISO_Z` matched, when that parses.
+    """
+    spec = "milliseconds" if digits == 3 else "microseconds" if digits == 6 else "seconds"
+    return _moment(micros).isoformat(timespec=spec)[:-6] + "Z"  # (without its "+00:00")
+
+
+_ISO_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{3}|\.\d{6})?Z", re.ASCII).fullmatch
+"""Whether a time has a form :func:`_iso_z` writes (then, when it parses, it is that of its
+micros: every field sits at a fixed place)."""
+
+_DIGITS = {20: 0, 24: 3, 27: 6}
+"""The length of a time :data:`_ISO_Z` matches -> the digits of its fraction of a second."""
+
+_ODD = 255
+"""The digits column's value for a time kept as it is (not of :data:`_ISO_Z`'s form)."""
+
+
+class _LineEntries(dict[str, Line]):
+    """uuid -> entry, each held as its :class:`Line` (a sub-agent's file, a sidechain, a window).
+
+    The rules read entries through :meth:`number`, :meth:`field`, :meth:`shape` and
+    :meth:`micros`, which :class:`_SlimEntries` answers from its columns.
+    """
+
+    def number(self, u: str) -> int:
+        """The entry's line number."""
+        return self[u].number
+
+    def field(self, u: str, key: str) -> Any:
+        """``data.get(key)`` of the entry."""
+        return self[u].data.get(key)
+
+    def shape(self, u: str) -> Mapping[str, Any]:
+        """The entry's fields (read only).
+
+        Every field but ``uuid``, ``parentUuid`` and ``timestamp`` is there as the rules read it
+        (those three: :meth:`field`).
+        """
+        return self[u].data
+
+    def micros(self, u: str) -> int:
+        """The entry's time in microseconds since the epoch (:data:`_NO_TIME`: none or unreadable)."""
+        return _micros(self[u].data.get("timestamp"))
+
+    def stamp_text(self, u: str) -> str:
+        """``str(data.get("timestamp", ""))`` of the entry (how the rewind rule compares times)."""
+        return str(self[u].data.get("timestamp", ""))
+
+    def call_ids(self, u: str) -> Sequence[Any]:
+        """The ``id`` of each ``tool_use`` block of the entry's message, in order."""
+        return _call_ids(self[u].data)
+
+    def where(self, u: str) -> tuple[int, int, int]:
+        """(line number, byte offset, part) of the entry (see :class:`Line`)."""
+        line = self[u]
+        return line.number, line.offset, line.part
+
+    def shapes(self) -> Iterator[Mapping[str, Any]]:
+        """Every entry's :meth:`shape`, in file order."""
+        return (line.data for line in self.values())
+
+
+class _SlimEntries(Mapping[str, Line]):
+    """uuid -> what the rules read of an entry, held column by column (a large session file).
+
+    Per entry: its uuid (a key, with its position), its parent id (the string object of the entry
+    it names when that was read before), line number, byte offset and time (machine integers), and
+    its *shape*: the slim entry (:class:`_Slimmer`) without ``uuid``, ``parentUuid`` and
+    ``timestamp``, one dict shared by every entry of the same shape (a plain prompt, a reply, a
+    tool result, a hook's progress entry). A time in the form Claude Code writes is kept as its
+    microseconds only, any other value as it is. ``self[u]`` makes the entry's :class:`Line` with
+    its slim data, for the rare paths that want one; the rules read the columns.
+    """
+
+    __slots__ = (
+        "_pos",
+        "_uuids",
+        "_parents",
+        "_numbers",
+        "_offsets",
+        "_times",
+        "_digits",
+        "_shapes",
+        "_parts",
+        "_odd_times",
+        "_calls",
+    )
+
+    def __init__(self) -> None:
+        self._pos: dict[str, int] = {}
+        self._uuids: list[str] = []
+        self._parents: list[Any] = []
+        self._numbers = array("q")
+        self._offsets = array("q")
+        self._times = array("q")
+        self._digits = array("B")
+        self._shapes: list[Mapping[str, Any]] = []
+        self._parts: dict[int, int] = {}
+        self._calls: dict[int, tuple[Any, ...]] = {}
+        """Position -> the ids of the entry's tool calls (:meth:`call_ids`), where it has any."""
+        self._odd_times: dict[int, Any] = {}
+        """Position -> the raw ``timestamp`` of entries whose time is not in :func:`_iso_z`'s
+        form (``_MISSING`` when there is none)."""
+
+    def add(
+        self,
+        u: str,
+        parent: Any,
+        stamp: Any,
+        shape: Mapping[str, Any],
+        number: int,
+        offset: int,
+        part: int,
+        calls: tuple[Any, ...] = (),
+    ) -> None:
+        """Append an entry (before :meth:`seal`).
+
+        ``parent`` and ``stamp`` are its fields (``_MISSING`` when absent), ``calls`` the ids of
+        its tool calls (:meth:`call_ids`), ``shape`` the rest (:meth:`shape`).
+        """
+        i = len(self._numbers)
+        if calls:
+            self._calls[i] = calls
+        pos = self._pos
+        pos[u] = i
+        self._uuids.append(u)
+        if isinstance(parent, str):
+            j = pos.get(parent)
+            if j is not None:
+                parent = self._uuids[j]  # one string object for the id and the links to it
+        self._parents.append(parent)
+        self._numbers.append(number)
+        self._offsets.append(offset)
+        if part:
+            self._parts[i] = part
+        digits = _ODD
+        if isinstance(stamp, str) and _ISO_Z(stamp):
+            micros = _micros(stamp)
+            if micros != _NO_TIME:
+                digits = _DIGITS[len(stamp)]
+        else:
+            micros = _NO_TIME if stamp is _MISSING else _micros(stamp)
+        if digits == _ODD:
+            self._odd_times[i] = stamp
+        self._times.append(micros)
+        self._digits.append(digits)
+        self._shapes.append(shape)
+
+    def seal(self) -> None:
+        """Say that every entry is added: what only :meth:`add` needs is let go."""
+        self._uuids = []
+
+    def __getitem__(self, u: str) -> Line:
+        i = self._pos[u]
+        data = {"uuid": u, **self._shapes[i]}
+        ids = self._calls.get(i)
+        if ids:  # the tool calls' blocks with their ids, as the slim entry had them
+            calls = iter(ids)
+            data["message"] = {
+                "content": [
+                    {**b, "id": next(calls, None)}
+                    if isinstance(b, dict) and b.get("type") == "tool_use"
+                    else b
+                    for b in data["message"]["content"]
+                ]
+            }
+        parent = self._parents[i]
+        if parent is not _MISSING:
+            data["parentUuid"] = parent
+        stamp = self._stamp(i)
+        if stamp is not _MISSING:
+            data["timestamp"] = stamp
+        return Line(self._numbers[i], data, self._offsets[i], self._parts.get(i, 0))
+
+    def __contains__(self, u: object) -> bool:
+        return u in self._pos
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._pos)
+
+    def __len__(self) -> int:
+        return len(self._pos)
+
+    def _stamp(self, i: int) -> Any:
+        odd = self._odd_times
+        if odd and i in odd:
+            return odd[i]
+        return _iso_z(self._times[i], self._digits[i])
+
+    def number(self, u: str) -> int:
+        """The entry's line number."""
+        return self._numbers[self._pos[u]]
+
+    def field(self, u: str, key: str) -> Any:
+        """``data.get(key)`` of the entry's slim data."""
+        i = self._pos[u]
+        if key == "parentUuid":
+            parent = self._parents[i]
+            return None if parent is _MISSING else parent
+        if key == "timestamp":
+            stamp = self._stamp(i)
+            return None if stamp is _MISSING else stamp
+        if key == "uuid":
+            return u
+        return self._shapes[i].get(key)
+
+    def shape(self, u: str) -> Mapping[str, Any]:
+        """The entry's slim data but ``uuid``, ``parentUuid`` and ``timestamp`` (shared; read only)."""
+        return self._shapes[self._pos[u]]
+
+    def micros(self, u: str) -> int:
+        """The entry's time in microseconds since the epoch (:data:`_NO_TIME`: none or unreadable)."""
+        return self._times[self._pos[u]]
+
+    def call_ids(self, u: str) -> Sequence[Any]:
+        """The ``id`` of each ``tool_use`` block of the entry's message, in order.
+
+        The shape's blocks leave them out, so that one shape serves every call of a tool.
+        """
+        return self._calls.get(self._pos[u], ())
+
+    def stamp_text(self, u: str) -> str:
+        """``str(data.get("timestamp", ""))`` of the entry (how the rewind rule compares times)."""
+        stamp = self._stamp(self._pos[u])
+        return "" if stamp is _MISSING else str(stamp)
+
+    def where(self, u: str) -> tuple[int, int, int]:
+        """(line number, byte offset, part) of the entry (see :class:`Line`)."""
+        i = self._pos[u]
+        return self._numbers[i], self._offsets[i], self._parts.get(i, 0)
+
+    def shapes(self) -> Iterator[Mapping[str, Any]]:
+        """Every entry's :meth:`shape`, in file order."""
+        return iter(self._shapes)
+
+
+_Entries = _LineEntries | _SlimEntries
+
+
 @dataclass
 class _Transcript:
     """One file's entries, split into uuid entries (in file order) and the rest."""
 
     path: Path
-    entries: dict[str, Line] = field(default_factory=dict)
+    entries: _Entries = field(default_factory=_LineEntries)
     other: list[Line] = field(default_factory=list)
     slim: bool = False
-    """Whether ``entries`` hold only what the rules read (:func:`_slim`), the full entries being
-    read again from the file when their nodes are made (:meth:`reading`)."""
+    """Whether ``entries`` hold only what the rules read (:class:`_Slimmer`), the full entries
+    being read again from the file when their nodes are made (:meth:`reading`)."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.entries, _LineEntries | _SlimEntries):
+            self.entries = _LineEntries(self.entries)
 
     @contextmanager
     def reading(self) -> Iterator[Callable[[str], Line]]:
@@ -123,26 +397,29 @@ class _Transcript:
                 rewritten while it was imported).
             OSError: the file cannot be read.
         """
+        entries = self.entries
         if not self.slim:
-            yield self.entries.__getitem__
+            yield entries.__getitem__
             return
         with LineReader(self.path) as reader:
 
             def full(u: str) -> Line:
-                line = self.entries[u]
-                data = reader.data(line)
+                number, offset, part = entries.where(u)
+                if offset < 0:  # not read from the file (a resumed window's stored entry)
+                    return entries[u]
+                data = reader.data_at(offset, part, number)
                 if data is None or data.get("uuid") != u:
                     raise TranscriptError(
-                        self.path, f"line {line.number} changed while it was imported (entry {u})"
+                        self.path, f"line {number} changed while it was imported (entry {u})"
                     )
-                return Line(line.number, data, line.offset, line.part)
+                return Line(number, data, offset, part)
 
             yield full
 
     @property
     def session_id(self) -> str:
-        for line in self.entries.values():
-            sid = line.data.get("sessionId")
+        for shape in self.entries.shapes():
+            sid = shape.get("sessionId")
             if isinstance(sid, str) and sid:
                 return sid
         for line in self.other:
@@ -162,26 +439,40 @@ def _read(
 ) -> _Transcript:
     """Read a file's entries; with ``slim``, keep of each uuid entry only what the rules read.
 
-    (:class:`_Slimmer`).
-
-    A slim read holds a few hundred bytes per entry whatever the entries' size (tool outputs,
-    file contents): the nodes are made from the file, read again a chunk at a time.
+    A slim read (:class:`_SlimEntries`, :class:`_Slimmer`) holds about two hundred bytes per
+    entry whatever the entries' size (tool outputs, file contents): its uuid, parent, line, offset
+    and time, and a reference to its shape, shared with every entry of that shape. The nodes are
+    made from the file, read again a chunk at a time.
     """
     t = _Transcript(path, slim=slim)
     slimmer = _Slimmer()
+    slims = _SlimEntries() if slim else None
+    lines = _LineEntries()
+    t.entries = lines if slims is None else slims
     for line in read_jsonl(path, problems, position):
-        uid = line.data.get("uuid")
+        data = line.data
+        uid = data.get("uuid")
         if isinstance(uid, str) and uid:
             if uid in t.entries:
                 # a replayed entry: the earliest copy is kept
-                first = t.entries[uid].number
+                first = t.entries.number(uid)
                 report.dropped.append((line.number, uid, f"a replay of line {first}'s uuid"))
-            elif slim:
-                t.entries[uid] = Line(line.number, slimmer.slim(line.data), line.offset, line.part)
+            elif slims is not None:
+                shape = slimmer.shape(data)
+                slims.add(
+                    uid,
+                    data.get("parentUuid", _MISSING),
+                    data.get("timestamp", _MISSING),
+                    shape,
+                    line.number,
+                    line.offset,
+                    line.part,
+                    slimmer.calls,
+                )
             else:
-                t.entries[uid] = line
+                lines[uid] = line
         else:
-            kind = line.data.get("type")
+            kind = data.get("type")
             if kind not in _ENTRY_TYPES:  # a message or event that lost its uuid, or no known entry
                 report.dropped.append(
                     (
@@ -192,33 +483,32 @@ def _read(
                     )
                 )
             t.other.append(line)
+    if slims is not None:
+        slims.seal()
     return t
 
 
 _KEPT = (
-    "uuid",
-    "parentUuid",
     "logicalParentUuid",
     "type",
     "subtype",
-    "timestamp",
     "compactMetadata",
     "forkedFrom",
     "agentId",
-    "parentToolUseID",
-    "toolUseID",
 )
-"""The entry fields the linking, fork, head, rewind, title and spawn rules read, kept as they are."""
+"""The entry fields the linking, fork, head, rewind, title and spawn rules read, kept as they are
+(besides ``uuid``, ``parentUuid`` and ``timestamp``, which :class:`_SlimEntries` keeps apart)."""
 
 _FLAGS = ("isMeta", "isCompactSummary", "isSidechain")
 """Flags the rules read by truth: kept only when set."""
 
-_SHARED = frozenset(("type", "subtype", "parentUuid"))
-"""Kept fields whose values repeat from entry to entry (a parent id is the entry before's uuid):
-one string object serves them all."""
+_SHARED = frozenset(("type", "subtype"))
+"""Kept fields whose values repeat from entry to entry: one string object serves them all."""
 
 _CHANGES = ("cwd", "version", "gitBranch", "sessionId")
 """Entry fields kept in a slim entry only where their value changes from the entry before."""
+
+_SCALARS = (str, bool, int, float)
 
 _TEXT: dict[str, Any] = {"content": "x"}
 _NO_TEXT: dict[str, Any] = {"content": ""}
@@ -226,22 +516,40 @@ _NO_CONTENT: dict[str, Any] = {}
 
 
 class _Slimmer:
-    """Makes the slim entries of one file's read (:func:`_slim`), sharing what repeats.
+    """Makes the shapes of one file's slim entries (:meth:`shape`), sharing what repeats.
 
     Values that repeat (types, session ids, blocks and block lists without ids) are one object for
-    every entry (never written to); the parent id is the string object of the entry it names, read
-    before it; ``cwd``, ``version``, ``gitBranch`` and ``sessionId`` are kept only where they change
-    (the session takes the newest of the first three and the first session id, and a resumed read
-    checks each value it meets, so the result is the same).
+    every entry (never written to), and so is a whole shape made only of such values (most
+    entries: a prompt, a reply, a tool result, a hook's progress entry); ``cwd``, ``version``,
+    ``gitBranch`` and ``sessionId`` are kept only where they change (the session takes the newest
+    of the first three and the first session id, and a resumed read checks each value it meets,
+    so the result is the same). A progress entry's tool call ids are kept only when it names an
+    agent (the one rule reading them links that agent).
     """
 
     def __init__(self) -> None:
         self.shared: dict[Any, Any] = {}
         self.origin: dict[str, Any] = {}
+        self.calls: tuple[Any, ...] = ()
+        """The ids of the tool calls of the entry :meth:`shape` saw last (its blocks leave them
+        out, so that one block serves every call of a tool)."""
+        self.interned: set[int] = {id(_TEXT), id(_NO_TEXT), id(_NO_CONTENT)}
+        """The ids of the shared dicts (only those a shape may hold and still be shared)."""
 
-    def slim(self, data: Mapping[str, Any]) -> dict[str, Any]:
-        """What the rules read of an entry (see :class:`_Slimmer` and :func:`_slim_message`)."""
+    def _intern(self, key: Any, value: dict[str, Any]) -> dict[str, Any]:
+        one: dict[str, Any] | None = self.shared.get(key)
+        if one is None:
+            one = self.shared[key] = value
+            self.interned.add(id(one))
+        return one
+
+    def shape(self, data: Mapping[str, Any]) -> Mapping[str, Any]:
+        """What the rules read of an entry but its uuid, parent and time (see :class:`_Slimmer`).
+
+        The result may be shared with other entries: it is never written to.
+        """
         shared = self.shared
+        self.calls = ()
         out: dict[str, Any] = {}
         for k in _KEPT:
             if k in data:
@@ -249,9 +557,6 @@ class _Slimmer:
                 if k in _SHARED and isinstance(v, str):
                     v = shared.setdefault(v, v)
                 out[k] = v
-        uid = data.get("uuid")
-        if isinstance(uid, str):
-            shared.setdefault(uid, uid)  # the parent of the next entry
         for k in _FLAGS:
             if data.get(k):
                 out[k] = data[k]
@@ -268,13 +573,30 @@ class _Slimmer:
         if isinstance(d, dict):
             kept = tuple((k, d[k]) for k in ("type", "agentId") if k in d)
             if all(isinstance(v, str) for _, v in kept):
-                out["data"] = shared.setdefault(("data", kept), dict(kept))
+                out["data"] = self._intern(("data", kept), dict(kept))
             else:
                 out["data"] = dict(kept)
+            if d.get("agentId") and out.get("type") == "progress":
+                for k in ("parentToolUseID", "toolUseID"):
+                    if k in data:
+                        out[k] = data[k]
         message = data.get("message")
         if isinstance(message, dict):
             out["message"] = self._message(message.get("content"), bool(agent))
-        return out
+        return self._shared_shape(out)
+
+    def _shared_shape(self, out: dict[str, Any]) -> Mapping[str, Any]:
+        """``out``, or the equal shape made before when every value of it repeats."""
+        interned = self.interned
+        key: list[Any] = ["shape"]
+        for k, v in out.items():
+            if v is None or type(v) in _SCALARS:
+                key += (k, type(v), v)
+            elif id(v) in interned:
+                key += (k, id(v))
+            else:
+                return out  # a value of its own (a tool call's id, compaction metadata, ...)
+        return self._intern(tuple(key), out)
 
     def _message(self, content: Any, agent: bool) -> dict[str, Any]:
         """A message's content as the rules read it (:func:`_is_prompt`, :func:`_tool_calls`).
@@ -289,6 +611,7 @@ class _Slimmer:
             return _NO_CONTENT
         shared = self.shared
         blocks: list[dict[str, Any]] = []
+        calls: list[Any] = []
         plain = True
         for b in content:
             if not isinstance(b, dict):
@@ -297,14 +620,19 @@ class _Slimmer:
             if isinstance(kind, str):
                 kind = shared.setdefault(kind, kind)
                 if kind == "tool_use":
+                    calls.append(b.get("id"))
                     name = b.get("name")
-                    block: dict[str, Any] = {"type": kind, "id": b.get("id")}
-                    block["name"] = shared.setdefault(name, name) if isinstance(name, str) else name
                     args = b.get("input")
                     if name in ("Task", "Agent") and isinstance(args, dict):
+                        block: dict[str, Any] = {"type": kind, "name": name}
                         block["input"] = {"prompt": args["prompt"]} if "prompt" in args else {}
-                    blocks.append(block)
-                    plain = False
+                        blocks.append(block)
+                        plain = False
+                    elif isinstance(name, str):
+                        blocks.append(self._intern(("call", name), {"type": kind, "name": name}))
+                    else:
+                        blocks.append({"type": kind, "name": name})
+                        plain = False
                 elif kind == "tool_result" and agent:
                     blocks.append({"type": kind, "tool_use_id": b.get("tool_use_id")})
                     plain = False
@@ -316,13 +644,10 @@ class _Slimmer:
             else:
                 blocks.append({"type": kind})
                 plain = False
+        self.calls = tuple(calls)
         if not plain:
             return {"content": blocks}
-        key = ("blocks", *(b["type"] for b in blocks))
-        one = shared.get(key)
-        if one is None:
-            one = shared[key] = {"content": blocks}
-        return one
+        return self._intern(("blocks", *map(id, blocks)), {"content": blocks})
 
 
 def is_agent_file(path: Path) -> bool:
@@ -545,11 +870,11 @@ class _Links:
 class _LineNumbers(Mapping[str, int]):
     """uuid -> line number of a file's entries, read from them (no copy per entry)."""
 
-    def __init__(self, entries: Mapping[str, Line]) -> None:
+    def __init__(self, entries: _Entries) -> None:
         self._entries = entries
 
     def __getitem__(self, u: str) -> int:
-        return self._entries[u].number
+        return self._entries.number(u)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._entries)
@@ -587,7 +912,8 @@ def _link(
 
     Every walk here is bounded by the number of entries.
     """
-    inside = set(uuids)
+    # (uuids are distinct entries of t: as many as t holds are all of them)
+    inside: Container[str] = t.entries if len(uuids) == len(t.entries) else set(uuids)
     out = _Links()
     pred, extra = out.pred, out.extra
     lines = _LineNumbers(t.entries)
@@ -596,9 +922,10 @@ def _link(
         return p in inside or p in known
 
     last_message: str | None = None  # the newest message before the entry, in file order
+    entries = t.entries
     for u in uuids:
-        data = t.entries[u].data
-        parent = data.get("parentUuid")
+        data = entries.shape(u)
+        parent = entries.field(u, "parentUuid")
         logical = data.get("logicalParentUuid")
         if parent is not None and not isinstance(parent, str):
             report.relinked.append((lines[u], u, f"parentUuid {parent!r} is not an id; a root"))
@@ -648,14 +975,15 @@ def _relink_preserved(
 ) -> None:
     """Lay out preserved-segment compactions as the runtime reads them back (see :func:`_link`)."""
     pred = links.pred
+    entries = t.entries
     summary_of: dict[str, str] = {}
     for u in uuids:
         p = pred[u]
-        if p is not None and t.entries[u].data.get("isCompactSummary") and p not in summary_of:
+        if p is not None and entries.shape(u).get("isCompactSummary") and p not in summary_of:
             summary_of[p] = u
     position: dict[str, int] | None = None  # made for the first preserved segment
     for b in uuids:
-        data = t.entries[b].data
+        data = entries.shape(b)
         meta = data.get("compactMetadata")
         seg = meta.get("preservedSegment") if isinstance(meta, dict) else None
         if not _is_boundary(data) or not isinstance(seg, dict):
@@ -663,7 +991,7 @@ def _relink_preserved(
         head, tail, anchor = seg.get("headUuid"), seg.get("tailUuid"), seg.get("anchorUuid")
         if not isinstance(head, str) or head not in pred or head == b:
             report.relinked.append(
-                (t.entries[b].number, b, f"preservedSegment head {head!r} names no entry; ignored")
+                (entries.number(b), b, f"preservedSegment head {head!r} names no entry; ignored")
             )
             continue
         summary = summary_of.get(b)
@@ -690,21 +1018,21 @@ def _relink_preserved(
                 (
                     u
                     for u in reversed(uuids[: position[b]])
-                    if u not in kept and t.entries[u].data.get("type") in ("user", "assistant")
+                    if u not in kept and entries.shape(u).get("type") in ("user", "assistant")
                 ),
                 None,
             )
         pred[head] = to
-        links.extra.setdefault(head, {})["recorded_parent"] = t.entries[head].data.get("parentUuid")
+        links.extra.setdefault(head, {})["recorded_parent"] = entries.field(head, "parentUuid")
         report.relinked.append(
-            (t.entries[head].number, head, f"preserved segment head, re-linked under {to}")
+            (entries.number(head), head, f"preserved segment head, re-linked under {to}")
         )
         if pred[b] != before:
             pred[b] = before
             links.logical.discard(b)
             report.relinked.append(
                 (
-                    t.entries[b].number,
+                    entries.number(b),
                     b,
                     f"compaction boundary linked after the replaced span ({before})",
                 )
@@ -718,6 +1046,8 @@ def _cut_cycles(links: _Links, lines: Mapping[str, int], report: FileReport) -> 
     link of the entry written last.
     """
     pred = links.pred
+    if all(p is None or p not in pred or lines[p] < lines[u] for u, p in pred.items()):
+        return  # every link goes to an earlier line: none closes a cycle (the usual file)
     done: set[str] = set()
     for start in pred:
         if start in done:
@@ -771,7 +1101,7 @@ def _times(t: _Transcript, uuids: Sequence[str]) -> dict[str, datetime]:
     out: dict[str, datetime] = {}
     last = EPOCH
     for u in uuids:
-        last = parse_time(t.entries[u].data.get("timestamp"), last)
+        last = parse_time(t.entries.field(u, "timestamp"), last)
         out[u] = last
     return out
 
@@ -795,7 +1125,7 @@ def _head(t: _Transcript, uuids: Sequence[str]) -> str | None:
     Events (progress, hook and system entries) are never the head, however late their timestamps.
     """
     for u in reversed(uuids):
-        if t.entries[u].data.get("type") in ("user", "assistant"):
+        if t.entries.shape(u).get("type") in ("user", "assistant"):
             return u
     return None
 
@@ -816,19 +1146,21 @@ def _rewinds(
     entries = t.entries
     for u in uuids:
         p = pred[u]
-        data = entries[u].data
+        data = entries.shape(u)
         if isinstance(p, str) and data.get("type") == "user" and _is_prompt(data):
             prompts.setdefault(p, []).append(u)
     forks = {k for kids in prompts.values() if len(kids) > 1 for k in kids}
     on_head = _on_branch(pred, head, forks)
     out = []
     for point, kids in prompts.items():
-        stamps = {k: str(t.entries[k].data.get("timestamp", "")) for k in kids}
-        if len(kids) < 2 or len(set(stamps.values())) < 2:
+        if len(kids) < 2:
+            continue
+        stamps = {k: entries.stamp_text(k) for k in kids}
+        if len(set(stamps.values())) < 2:
             continue
         kept = next((k for k in kids if k in on_head), None)
         if kept is None:
-            kept = max(kids, key=lambda k: (stamps[k], t.entries[k].number))
+            kept = max(kids, key=lambda k: (stamps[k], entries.number(k)))
         out.append((point, [k for k in kids if k != kept and stamps[k] != stamps[kept]]))
     return out
 
@@ -899,9 +1231,9 @@ def _artifacts(
     # (holds a prompt, newest line) of each subtree, handed up from the leaves
     pending: dict[str, tuple[bool, int]] = {}
     summary: dict[str, tuple[bool, int]] = {}
+    entries = t.entries
     for u in reversed(order):
-        line = t.entries[u]
-        prompt, newest = _is_prompt(line.data), line.number
+        prompt, newest = _is_prompt(entries.shape(u)), entries.number(u)
         kids = pending.pop(u, None)
         if kids is not None:
             prompt, newest = prompt or kids[0], max(newest, kids[1])
@@ -942,7 +1274,7 @@ def _copies(
         entry is stored under here, ``<uuid>@<session>``) of conflicting ones, kept apart.
     """
     by_holder: dict[str, list[str]] = {}
-    for u, holder in sorted(foreign.items(), key=lambda item: t.entries[item[0]].number):
+    for u, holder in sorted(foreign.items(), key=lambda item: t.entries.number(item[0])):
         by_holder.setdefault(holder, []).append(u)
     copied: dict[str, str] = {}
     apart: dict[str, str] = {}
@@ -965,16 +1297,16 @@ def _sort_copies(
 ) -> None:
     """Sort the entries ``holder`` holds into ``copied`` and ``apart`` (see :func:`_copies`)."""
     for u, there in zip(ids, store.nodes(holder, ids), strict=True):
-        data = t.entries[u].data
-        parent = data.get("parentUuid")
-        if parent is None and isinstance(data.get("logicalParentUuid"), str):
-            parent = data["logicalParentUuid"]
+        parent = t.entries.field(u, "parentUuid")
+        logical = t.entries.field(u, "logicalParentUuid")
+        if parent is None and isinstance(logical, str):
+            parent = logical
         here = _node(sid, full(u), None, EPOCH, {})
         same = (there.kind, there.role, there.content) == (here.kind, here.role, here.content)
         if same and there.predecessor == parent:
             copied[u] = holder
             report.dropped.append(
-                (t.entries[u].number, u, f"an identical copy of session {holder}'s node")
+                (t.entries.number(u), u, f"an identical copy of session {holder}'s node")
             )
         else:
             apart[u] = f"{u}@{sid}"
@@ -983,7 +1315,7 @@ def _sort_copies(
             )
             report.relinked.append(
                 (
-                    t.entries[u].number,
+                    t.entries.number(u),
                     u,
                     f"session {holder} holds this id with another {what}; stored as {apart[u]}",
                 )
@@ -1089,7 +1421,7 @@ _CHUNK = 2_000
 
 @dataclass
 class _Specs:
-    """The nodes a plan will write, held column by column: three references per node.
+    """The nodes a plan will write, held column by column: two references and a time per node.
 
     Most nodes have no extra metadata, no covers and their uuid as id, so those are kept only
     where they differ; each :class:`_Spec` is made when its chunk is written.
@@ -1097,7 +1429,11 @@ class _Specs:
 
     uuids: list[str] = field(default_factory=list)
     predecessors: list[str | None] = field(default_factory=list)
-    whens: list[datetime] = field(default_factory=list)
+    """Each node's predecessor, unless ``links`` gives them."""
+    links: Mapping[str, str | None] | None = None
+    """uuid -> predecessor, when that is each node's predecessor (then ``predecessors`` is empty)."""
+    whens: array[int] = field(default_factory=lambda: array("q"))
+    """Each node's time, in microseconds since the epoch."""
     node_ids: dict[int, str] = field(default_factory=dict)
     """Position -> node id, where it is not the uuid (entries kept apart)."""
     extra: dict[int, dict[str, Any]] = field(default_factory=dict)
@@ -1107,19 +1443,42 @@ class _Specs:
 
     def append(self, spec: _Spec) -> None:
         """Add ``spec`` after the others."""
+        self.add(
+            spec.uuid,
+            spec.node_id,
+            spec.predecessor,
+            to_micros(spec.when),
+            spec.extra,
+            spec.covers,
+        )
+
+    def add(
+        self,
+        u: str,
+        node_id: str,
+        predecessor: str | None,
+        micros: int,
+        extra: dict[str, Any],
+        covers: tuple[str, ...],
+    ) -> None:
+        """Add a node after the others (``micros``: its time, microseconds since the epoch)."""
         i = len(self.uuids)
-        self.uuids.append(spec.uuid)
-        self.predecessors.append(spec.predecessor)
-        self.whens.append(spec.when)
-        if spec.node_id != spec.uuid:
-            self.node_ids[i] = spec.node_id
-        if spec.extra:
-            self.extra[i] = spec.extra
-        if spec.covers:
-            self.covers[i] = spec.covers
+        self.uuids.append(u)
+        if self.links is None:
+            self.predecessors.append(predecessor)
+        self.whens.append(micros)
+        if node_id != u:
+            self.node_ids[i] = node_id
+        if extra:
+            self.extra[i] = extra
+        if covers:
+            self.covers[i] = covers
 
     def __len__(self) -> int:
         return len(self.uuids)
+
+    def _predecessor(self, i: int, u: str) -> str | None:
+        return self.predecessors[i] if self.links is None else self.links[u]
 
     def spec(self, i: int) -> _Spec:
         """The node at position ``i``."""
@@ -1127,8 +1486,8 @@ class _Specs:
         return _Spec(
             u,
             self.node_ids.get(i, u),
-            self.predecessors[i],
-            self.whens[i],
+            self._predecessor(i, u),
+            _moment(self.whens[i]),
             self.extra.get(i, _NO_EXTRA),
             self.covers.get(i, ()),
         )
@@ -1146,24 +1505,25 @@ class _Specs:
             yield from _in_chunks(list(self))
             return
         n = len(self.uuids)
-        preds, whens, ids, extra, covers = (
-            self.predecessors,
-            self.whens,
-            self.node_ids,
-            self.extra,
-            self.covers,
-        )
+        links = self.links
+        whens, ids, extra, covers = self.whens, self.node_ids, self.extra, self.covers
         for start in range(0, n, _CHUNK):
+            part = self.uuids[start : start + _CHUNK]
+            preds = (
+                self.predecessors[start : start + _CHUNK]
+                if links is None
+                else [links[u] for u in part]
+            )
             yield [
                 _Spec(
                     u,
                     ids.get(i, u),
-                    preds[i],
-                    whens[i],
+                    p,
+                    _moment(whens[i]),
                     extra.get(i, _NO_EXTRA),
                     covers.get(i, ()),
                 )
-                for i, u in enumerate(self.uuids[start : start + _CHUNK], start)
+                for i, (u, p) in enumerate(zip(part, preds, strict=True), start)
             ]
         if n == 0:
             yield []
@@ -1246,8 +1606,9 @@ class _Plan:
     title: str
     meta: dict[str, Any]
     created_at: datetime
-    depends: list[str]
-    """Every node id the plan depends on (repeats allowed): what it read of the store is ``seen``."""
+    depends: tuple[Sequence[str], ...]
+    """Every node id the plan depends on, in a few sequences (repeats allowed): what it read of the
+    store is ``seen``."""
     seen: dict[str, str]
     """Node id -> session, for those of ``depends`` stored when the plan read them."""
     origin: dict[str, Any]
@@ -1272,8 +1633,9 @@ def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
     sid = t.session_id
     main: list[str] = []
     side: list[str] = []
-    for u, line in t.entries.items():
-        (side if line.data.get("isSidechain") else main).append(u)
+    entries = t.entries
+    for u, shape in zip(entries, entries.shapes(), strict=True):
+        (side if shape.get("isSidechain") else main).append(u)
     known = stored_ids(store, sid)
     # (a session stored before is re-read: only then can an entry be stored, or kept apart)
     fresh = [u for u in main if u not in known and f"{u}@{sid}" not in known] if known else main
@@ -1281,12 +1643,13 @@ def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
     copied, apart = _copies(store, t, sid, foreign, report) if fresh else ({}, {})
     if known:
         apart |= {u: f"{u}@{sid}" for u in main if f"{u}@{sid}" in known}  # kept apart before
-    main = [u for u in main if u not in copied]
+    if copied:
+        main = [u for u in main if u not in copied]
     links = _link(t, main, known, copied, report)
     pred = links.pred
     head = _head(t, main)
     artifacts = _artifacts(t, main, pred, head)
-    origin = _origin(t.entries.values())
+    origin = _origin(entries.shapes())
     meta = _session_meta(t, origin)
     source = _fork_source(t, main, links, copied)
     if source is not None:
@@ -1299,15 +1662,18 @@ def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
     def nid(u: str) -> str:
         return apart.get(u, u)
 
-    new = _Specs()
-    placed: set[str] = set()
-    created_at: datetime | None = None
-    when = EPOCH  # each entry's time, as _times gives it
+    # (with no entry kept apart, a node's predecessor is its entry's: pred serves as the column)
+    new = _Specs(links=None if apart else pred)
+    created: int | None = None
+    when = 0  # each entry's time (microseconds since the epoch), as _times gives it
     entries, extras = t.entries, links.extra
+    where = entries.where
     for u in main:
-        when = parse_time(entries[u].data.get("timestamp"), when)
-        if created_at is None or when < created_at:
-            created_at = when
+        micros = entries.micros(u)
+        if micros != _NO_TIME:
+            when = micros
+        if created is None or when < created:
+            created = when
         if known and (u in known or nid(u) in known):
             continue
         extra = extras.get(u, _NO_EXTRA)
@@ -1322,18 +1688,21 @@ def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
         if p is not None and p in pred:  # an entry of this import
             node_pred = nid(p)
             boundary = pred[p]
-            if boundary is not None and _is_boundary(entries[p].data):
+            if boundary is not None and _is_boundary(entries.shape(p)):
                 cover = tuple(nid(c) if c in pred else c for c in _covers(pred, known, boundary))
-            if p not in placed and not (known and (p in known or nid(p) in known)):
-                new.ordered = False  # a node written before its predecessor's line
-        placed.add(u)
-        new.append(_Spec(u, apart.get(u, u), node_pred, when, extra, cover))
-    del placed
+            if new.ordered and not (known and (p in known or nid(p) in known)):
+                at, _, part = where(u)
+                p_at, _, p_part = where(p)
+                if (p_at, p_part) > (at, part):
+                    new.ordered = False  # a node written before its predecessor's line
+        new.add(u, apart.get(u, u), node_pred, when, extra, cover)
     dangling = {str(e["dangling_parent"]) for e in links.extra.values() if "dangling_parent" in e}
     # Every new node is a fresh entry, stored under its uuid or kept apart: what the plan depends
     # on is the fresh entries (located above), the apart ids and the dangling parents.
-    depends = fresh + list(new.node_ids.values()) + sorted(dangling)
-    seen = foreign | _located(store, depends[len(fresh) :])
+    others = [*new.node_ids.values(), *sorted(dangling)]
+    seen = foreign | _located(store, others)
+    if len(new) == len(main):  # every entry is new: one list of their ids serves both
+        new.uuids = main
     return _Plan(
         sid=sid,
         main=main,
@@ -1345,8 +1714,8 @@ def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
         nodes=new,
         title=_title(t, main),
         meta=meta,
-        created_at=EPOCH if created_at is None else created_at,
-        depends=depends,
+        created_at=_moment(0 if created is None else created),
+        depends=(fresh, others),
         seen=seen,
         origin=origin,
         report_marks=marks,
@@ -1366,7 +1735,7 @@ def _still_true(store: BaseStore, plan: _Plan, existed: bool) -> bool:
     """
     if store.has_session(plan.sid) != existed:
         return False
-    return _located(store, plan.depends) == plan.seen
+    return _located(store, chain.from_iterable(plan.depends)) == plan.seen
 
 
 def _apply_main(
@@ -1430,7 +1799,7 @@ def _fork_source(
     """
     entries = t.entries
     for u in reversed(uuids):
-        ff = entries[u].data.get("forkedFrom")
+        ff = entries.shape(u).get("forkedFrom")
         if isinstance(ff, dict) and isinstance(ff.get("sessionId"), str):
             return {"session": str(ff["sessionId"]), "node": str(ff.get("messageUuid", ""))}
     for u in uuids if links.extra else ():
@@ -1438,7 +1807,7 @@ def _fork_source(
         if isinstance(ff, dict):
             return {"session": str(ff["session"]), "node": str(ff["node"])}
     if copied:
-        last = max(copied, key=lambda u: t.entries[u].number)
+        last = max(copied, key=t.entries.number)
         return {"session": copied[last], "node": last}
     return None
 
@@ -1450,10 +1819,10 @@ def _boundaries(
     out = []
     entries = t.entries
     for u in uuids:
-        data = entries[u].data
+        data = entries.shape(u)
         logical = data.get("logicalParentUuid")
         if isinstance(logical, str) and _is_boundary(data) and logical in pred:
-            out.append((str(data.get("timestamp", "")), logical))
+            out.append((entries.stamp_text(u), logical))
     return out
 
 
@@ -1468,15 +1837,24 @@ def _note_off_branch(
     """Name the tool results left off the head's branch (the next turn follows another entry)."""
     on_head = _on_branch(pred, head, {p for u in artifacts if (p := pred.get(u)) is not None})
     off = [
-        f"{u} (line {t.entries[u].number})"
+        f"{u} (line {t.entries.number(u)})"
         for u in uuids
-        if u in artifacts and pred[u] in on_head and _is_tool_result(t.entries[u].data)
+        if u in artifacts and pred[u] in on_head and _is_tool_result(t.entries.shape(u))
     ]
     if off:
         report.notes.append(
             f"{len(off)} tool result(s) off the head's branch (the next turn follows a parallel "
             f"call or a progress entry; they are stored as artifact forks): {', '.join(off)}"
         )
+
+
+def _call_ids(data: Mapping[str, Any]) -> list[Any]:
+    """The ``id`` of each ``tool_use`` block of an entry's message, in order."""
+    message = data.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, list):
+        return []
+    return [b.get("id") for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
 
 
 def _is_tool_result(data: Mapping[str, Any]) -> bool:
@@ -1499,7 +1877,7 @@ def _title(t: _Transcript, main: Sequence[str]) -> str:
             return str(line.data.get("summary", ""))
     with t.reading() as full:
         for u in main:
-            if _is_prompt(t.entries[u].data):
+            if _is_prompt(t.entries.shape(u)):
                 content, _, _ = _content(full(u).data["message"])
                 text = preview(content)
                 if text and not text.startswith(("<", "[Request interrupted")):
@@ -1517,18 +1895,20 @@ def _session_meta(t: _Transcript, origin: Mapping[str, Any]) -> dict[str, Any]:
 def _tool_calls(t: _Transcript, uuids: Sequence[str]) -> dict[str, Any]:
     """Links from sub-agents to the node that started them, keyed by what the agent is known by."""
     calls: dict[str, Any] = {"tool_use": {}, "agent": {}, "prompt": {}, "task_order": []}
+    entries = t.entries
     for u in uuids:
-        data = t.entries[u].data
+        data = entries.shape(u)
         message = data.get("message")
         blocks = message.get("content") if isinstance(message, dict) else None
+        ids = iter(entries.call_ids(u)) if isinstance(blocks, list) and blocks else iter(())
         for b in blocks if isinstance(blocks, list) else []:
             if not isinstance(b, dict):
                 continue
             if b.get("type") == "tool_use":
-                calls["tool_use"][b.get("id")] = u
+                calls["tool_use"][next(ids, None)] = u
                 args = b.get("input")
                 if b.get("name") in ("Task", "Agent") and isinstance(args, dict):
-                    calls["task_order"].append((t.entries[u].number, u))
+                    calls["task_order"].append((entries.number(u), u))
                     if isinstance(args.get("prompt"), str):
                         calls["prompt"][args["prompt"].strip()] = u
             elif b.get("type") == "tool_result":
@@ -1569,7 +1949,7 @@ def _import_sidechains(
         seen: set[str] = set()
         n = u
         while n not in root_of:
-            p = t.entries[n].data.get("parentUuid")
+            p = t.entries.field(n, "parentUuid")
             if not isinstance(p, str) or p not in inside or p in seen or p == n:
                 break
             seen.add(n)
@@ -1583,7 +1963,7 @@ def _import_sidechains(
         groups.setdefault(root_of[u], []).append(u)
     for root, members in groups.items():
         with t.reading() as full:  # a sidechain is small: its entries are held whole
-            sub = _Transcript(t.path, {u: full(u) for u in members})
+            sub = _Transcript(t.path, _LineEntries({u: full(u) for u in members}))
         _import_spawned(store, sub, sid, f"{sid}/sidechain-{root}", None, calls, report)
 
 
@@ -1719,7 +2099,7 @@ def _note_missing_agents(t: _Transcript, main: Sequence[str], report: FileReport
     linked = {s.rsplit("/agent-", 1)[-1] for s in report.session_ids if "/agent-" in s}
     seen: list[str] = []
     for u in main:
-        d = t.entries[u].data.get("data")
+        d = t.entries.shape(u).get("data")
         if isinstance(d, dict) and d.get("type") == "agent_progress" and d.get("agentId"):
             a = str(d["agentId"])
             if a not in linked and a not in seen:
@@ -1769,12 +2149,14 @@ _ORIGIN = (("cwd", "cwd"), ("version", "version"), ("gitBranch", "git_branch"))
 """Entry fields copied into the session metadata (entry key, metadata key); the last one wins."""
 
 
-def _origin(entries: Iterable[Line], into: dict[str, Any] | None = None) -> dict[str, Any]:
+def _origin(
+    shapes: Iterable[Mapping[str, Any]], into: dict[str, Any] | None = None
+) -> dict[str, Any]:
     out = dict(into or {})
-    for line in entries:
+    for data in shapes:
         for key, name in _ORIGIN:
-            if line.data.get(key):
-                out[name] = line.data[key]
+            if data.get(key):
+                out[name] = data[key]
     return out
 
 
@@ -1821,7 +2203,7 @@ def _state(
     last = list(main)[-_FRONTIER:]
     return {
         "session": sid,
-        "frontier": [[u, pred[u], t.entries[u].number, _lite(t.entries[u].data)] for u in last],
+        "frontier": [[u, pred[u], t.entries.number(u), _lite(t.entries[u].data)] for u in last],
         "agents": agents,
         "origin": origin,
         "settled": settled,
@@ -1900,11 +2282,12 @@ def _resume(
         return False
     position = saved.position
     new = _read(path, problems, report, position, slim=True)
-    if not all(_resumable(line.data, sid) for line in new.entries.values()):
+    if not all(_resumable(shape, sid) for shape in new.entries.shapes()):
         return False
-    window = _Transcript(path, slim=True)
+    lines = _LineEntries()
+    window = _Transcript(path, lines, slim=True)
     for u, p, number, lite in frontier:
-        window.entries[str(u)] = Line(int(number), {**lite, "uuid": u, "parentUuid": p})
+        lines[str(u)] = Line(int(number), {**lite, "uuid": u, "parentUuid": p})
     ids: set[str] = set(window.entries)
     for u, line in new.entries.items():
         ids.add(u)
@@ -1924,7 +2307,7 @@ def _resume(
         p = line.data.get("parentUuid")
         if isinstance(p, str) and p in known and p not in window.entries:
             return False
-        window.entries[u] = line
+        lines[u] = line
         added.append(u)
     window.other = new.other
     main = list(window.entries)
@@ -1941,7 +2324,7 @@ def _resume(
     artifacts = _artifacts(window, main, pred, head)
     added_ids = [u for u in main if u in fresh]
     origin = st.get("origin") if isinstance(st.get("origin"), dict) else {}
-    now = _origin(new.entries.values(), origin)
+    now = _origin(new.entries.shapes(), origin)
     forked = any("forkedFrom" in window.entries[u].data for u in added_ids)
     settled = bool(st.get("settled"))
     if new.other or now != origin or forked or copied or not settled:
@@ -1990,7 +2373,7 @@ def _update_session(
         Whether only a new line can change the title now (:func:`_settled`).
     """
     current = store.session(sid)
-    meta = _origin(new.entries.values(), dict(current.metadata))
+    meta = _origin(new.entries.shapes(), dict(current.metadata))
     recorded = list(meta.get("entries") or [])
     entries = [
         e

@@ -421,9 +421,19 @@ class LineReader:
         """
         if line.offset < 0:
             return line.data
-        self._file.seek(line.offset)
+        return self.data_at(line.offset, line.part, line.number)
+
+    def data_at(self, offset: int, part: int = 0, number: int = 0) -> dict[str, Any] | None:
+        """The object at ``part`` of the line starting at byte ``offset`` (see :meth:`data`).
+
+        ``number`` is the line's number (it names the line in what a repair records).
+
+        Raises:
+            OSError: the file cannot be read.
+        """
+        self._file.seek(offset)
         chunk = self._file.readline()
-        if line.part == 0:
+        if part == 0:
             try:
                 obj = orjson.loads(chunk)
             except orjson.JSONDecodeError:
@@ -431,7 +441,7 @@ class LineReader:
             else:
                 return obj if isinstance(obj, dict) else None
         text = chunk.rstrip(b"\n")
-        for found in _slow_line(line.number, text, False, LineProblems()):
-            if found.part == line.part:
+        for found in _slow_line(number, text, False, LineProblems()):
+            if found.part == part:
                 return found.data
         return None
