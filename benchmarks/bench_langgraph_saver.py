@@ -18,7 +18,10 @@ Compared, in the same run, round-robin:
   checkpoint; for SessionGraphSaver that includes the message nodes, the head move and the payloads;
 * ``get_tuple`` of the latest checkpoint of a thread (no ``checkpoint_id``);
 * ``get_tuple`` by id (ids spread over the history);
-* ``list`` of a thread (every checkpoint, decoded, with its writes).
+* ``list`` of a thread (every checkpoint, decoded, with its writes), held whole as
+  ``list(saver.list(...))`` holds it, and iterated with each tuple dropped once read (as a loop
+  over ``get_state_history`` does): a caller holding a thread's whole history decoded makes the
+  collector's passes over those objects cost about as much as decoding them, for either saver.
 
 The async savers run each measurement as one coroutine on one event loop (20 calls per read run).
 Verdicts, per state shape: SessionGraphSaver against SqliteSaver at ``synchronous=NORMAL`` (put no
@@ -399,7 +402,14 @@ def _compare(
     async def alist(saver: Any) -> int:
         return len([t async for t in saver.alist(latest)])
 
-    lg = f"list ({shape}): every checkpoint of a thread"
+    def each(saver: Any) -> Callable[[], None]:
+        def go() -> None:
+            for _ in saver.list(latest):
+                pass
+
+        return go
+
+    lg = f"list ({shape}): every checkpoint of a thread, held whole"
     bench.compare(
         lg,
         per_thread,
@@ -410,11 +420,21 @@ def _compare(
             Alt("SessionGraphSaver.alist", lambda: run(alist(ours)), per=per_thread),
         ],
     )
+    le = f"list ({shape}): every checkpoint of a thread, each dropped once read"
+    bench.compare(
+        le,
+        per_thread,
+        [
+            Alt("SessionGraphSaver.list", each(ours), per=per_thread),
+            Alt("SqliteSaver.list", each(peer), per=per_thread),
+        ],
+    )
     for group, base, bound, op, how in (
         (g, "SqliteSaver.put", 1.0, "<=", "both synchronous=NORMAL"),
         (groups["latest"], "SqliteSaver.get_tuple", 2.0, ">=", ""),
         (groups["by id"], "SqliteSaver.get_tuple", 2.0, ">=", ""),
         (lg, "SqliteSaver.list", 2.0, ">=", ""),
+        (le, "SqliteSaver.list", 2.0, ">=", ""),
         (g, "AsyncSqliteSaver.aput", 1.0, "<=", "async, both synchronous=NORMAL"),
         (groups["latest"], "AsyncSqliteSaver.aget_tuple", 2.0, ">=", "async"),
         (groups["by id"], "AsyncSqliteSaver.aget_tuple", 2.0, ">=", "async"),
