@@ -250,7 +250,7 @@ def test_the_toast_is_gone_before_the_delete_is_sent_and_a_refresh_keeps_it_hidd
     assert page.locator("#toast").is_hidden()
     assert api(page, "GET", f"/api/memory/records/{rid}")["status"] == 200  # not sent yet
     assert deletes == []
-    with page.expect_response(lambda r: r.request.method == "DELETE") as sent:
+    with page.expect_response(lambda r: r.request.method == "DELETE", timeout=120_000) as sent:
         page.clock.run_for(375)  # the delete timer
     assert sent.value.ok
     assert api(page, "GET", f"/api/memory/records/{rid}")["status"] == 404
