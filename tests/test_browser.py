@@ -71,8 +71,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     srv = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not srv.started and time.monotonic() < deadline:
+    deadline = time.monotonic() + 60  # a bound for a stuck start, not a speed check
+    while not srv.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
         time.sleep(0.02)
     yield f"http://127.0.0.1:{port}", ws
     srv.should_exit = True
@@ -199,8 +200,24 @@ def test_footnotes_render_as_numbered_superscripts_without_internal_ids(page: An
     assert page.url.endswith("#fn-1")
 
 
+def _pause_the_clock(page: Any) -> list[str]:
+    """Stop the page's timers until the test moves its clock; return the DELETEs it sends, as sent.
+
+    The panel's delete and toast timers then fire only at :meth:`page.clock.run_for`, so a test
+    step the machine makes slow is never taken for the user waiting (the undo toast lives a little
+    over a second).
+    """
+    now = time.time()
+    page.clock.install(time=now)
+    page.clock.pause_at(now + 60)  # the page already open has no timer that matters
+    deletes: list[str] = []
+    page.on("request", lambda r: deletes.append(r.url) if r.method == "DELETE" else None)
+    return deletes
+
+
 def test_delete_then_undo_within_the_toast(page: Any) -> None:
-    page.goto(f"{page.base}/memory/panel?delay=1500")
+    deletes = _pause_the_clock(page)
+    page.goto(f"{page.base}/memory/panel?delay=1500")  # the toast lives 1125 ms
     rows = page.locator("li.record")
     before = rows.count()
     row = rows.first
@@ -209,27 +226,33 @@ def test_delete_then_undo_within_the_toast(page: Any) -> None:
     assert not row.is_visible()  # hidden at once
     assert page.evaluate("document.activeElement.id") == "panel-toolbar"
     toast = page.locator("#toast")
+    page.clock.run_for(1000)
     assert toast.is_visible()
     page.locator("#toast .undo").click()
     assert row.is_visible() and not toast.is_visible()
-    page.wait_for_timeout(1800)  # past the delete timer: nothing was sent
+    page.clock.run_for(1000)  # past the delete timer: nothing was sent
     assert api(page, "GET", f"/api/memory/records/{rid}")["status"] == 200
+    assert deletes == []
     assert rows.count() == before
 
 
 def test_the_toast_is_gone_before_the_delete_is_sent_and_a_refresh_keeps_it_hidden(
     page: Any,
 ) -> None:
-    page.goto(f"{page.base}/memory/panel?delay=1500")
+    deletes = _pause_the_clock(page)
+    page.goto(f"{page.base}/memory/panel?delay=1500")  # the toast lives 1125 ms
     row = page.locator("li.record").first
     rid = row.get_attribute("data-id")
     row.locator("button.delete").click()
-    page.evaluate("window.sessiongraphPanelRefresh()")
-    page.wait_for_timeout(200)
+    page.evaluate("window.sessiongraphPanelRefresh()")  # waits for the refresh to finish
     assert page.locator(f'li.record[data-id="{rid}"]:visible').count() == 0
-    page.locator("#toast").wait_for(state="hidden", timeout=1400)  # shorter than the timer
+    page.clock.run_for(1125)
+    assert page.locator("#toast").is_hidden()
     assert api(page, "GET", f"/api/memory/records/{rid}")["status"] == 200  # not sent yet
-    page.wait_for_timeout(900)
+    assert deletes == []
+    with page.expect_response(lambda r: r.request.method == "DELETE", timeout=120_000) as sent:
+        page.clock.run_for(375)  # the delete timer
+    assert sent.value.ok
     assert api(page, "GET", f"/api/memory/records/{rid}")["status"] == 404
 
 
@@ -239,11 +262,10 @@ def test_leaving_the_page_commits_pending_deletes(page: Any) -> None:
     rid = row.get_attribute("data-id")
     row.locator("button.delete").click()
     page.goto(f"{page.base}/")
-    for _ in range(50):
-        if api(page, "GET", f"/api/memory/records/{rid}")["status"] == 404:
-            break
-        page.wait_for_timeout(100)
-    assert api(page, "GET", f"/api/memory/records/{rid}")["status"] == 404
+    deadline = time.monotonic() + 60  # a bound for a delete never sent, not a speed check
+    while api(page, "GET", f"/api/memory/records/{rid}")["status"] != 404:
+        assert time.monotonic() < deadline, "leaving the page did not send the pending delete"
+        time.sleep(0.05)
 
 
 def test_a_stale_core_save_is_refused_and_the_draft_kept(

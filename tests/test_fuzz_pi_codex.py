@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from graph import MemorySessionStore
@@ -224,6 +224,10 @@ def check_import(
 
 
 @given(data=pi_file())
+@example(  # a blank line, then the header and an entry on one unterminated line
+    data=b'\n{"type":"session","id":"fuzz-pi","timestamp":"2026-01-01T00:00:00Z"}'
+    b'{"timestamp":"2026-01-01T00:00:00Z","id":"00000001","type":"model_change"}'
+)
 def test_fuzzed_pi_files_import_or_store_nothing(data: bytes) -> None:
     check_import(MemorySessionStore(), data, pi.import_file)
 

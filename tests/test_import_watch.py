@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from itertools import count
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,9 @@ from graph.store.sqlite import SessionStore
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "claude-code-session.jsonl"
 SESSION = "7d3c9a52-4f1e-4b8a-9c2d-1e5f6a7b8c90"
+STUCK = 120
+"""Seconds after which a wait for a watcher or a writer fails: a bound for one that is stuck, far
+above the second or two they take, since the machine running the suite may be busy."""
 
 WRITER = """
 import os, sys, time
@@ -74,8 +78,11 @@ def _node_rows(db: Path) -> int:
 class Watcher:
     """``sessiongraph import --watch --json`` in a subprocess, its reports one JSON line per pass."""
 
+    _started = count()
+
     def __init__(self, db: Path, folder: Path, out: Path) -> None:
         self.out = out
+        self.err = out.with_name(f"{out.stem}-stderr-{next(self._started)}.txt")
         self.proc = subprocess.Popen(
             [
                 sys.executable,
@@ -91,7 +98,7 @@ class Watcher:
                 str(folder),
             ],
             stdout=out.open("a"),
-            stderr=subprocess.PIPE,
+            stderr=self.err.open("wb"),
             env={k: v for k, v in os.environ.items() if not k.startswith("SESSIONGRAPH_")},
         )
 
@@ -102,21 +109,28 @@ class Watcher:
     def stop(self) -> None:
         self.proc.send_signal(signal.SIGTERM)  # a clean stop: the pass under way finishes
         try:
-            _, stderr = self.proc.communicate(timeout=30)
+            self.proc.wait(timeout=STUCK)
         except subprocess.TimeoutExpired:
             self.kill()
             raise
-        assert self.proc.returncode == 0 and b"stopped watching" in stderr, stderr
+        assert self.proc.returncode == 0 and "stopped watching" in self.stderr(), self.stderr()
+
+    def stderr(self) -> str:
+        return self.err.read_text(errors="replace")
 
     def reports(self) -> list[dict[str, Any]]:
-        return [json.loads(line) for line in self.out.read_text().splitlines() if line]
+        """The reports printed so far (a line the watcher is still writing is read the next time)."""
+        text = self.out.read_text()
+        return [json.loads(line) for line in text[: text.rfind("\n") + 1].splitlines() if line]
 
-    def wait_until(self, seen: Callable[[list[dict[str, Any]]], bool], timeout: float = 30) -> None:
-        """Wait until the reports printed so far satisfy ``seen``."""
-        deadline = time.monotonic() + timeout
+    def wait_until(self, seen: Callable[[list[dict[str, Any]]], bool], what: str) -> None:
+        """Wait until the reports printed so far satisfy ``seen``; ``what`` names it on a failure."""
+        deadline = time.monotonic() + STUCK
         while not seen(self.reports()):
-            assert self.proc.poll() is None, self.proc.communicate()[1]
-            assert time.monotonic() < deadline, "the watcher did not report it"
+            assert self.proc.poll() is None, f"the watcher exited: {self.stderr()}"
+            assert time.monotonic() < deadline, (
+                f"the watcher did not report {what}: {self.reports()}; stderr: {self.stderr()}"
+            )
             time.sleep(0.05)
 
 
@@ -124,8 +138,8 @@ def _notes(reports: list[dict[str, Any]]) -> list[str]:
     return [note for r in reports for f in r["files"] for note in f["notes"]]
 
 
-def _wait_for(db: Path, want: dict[str, set[str]], watcher: Watcher, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
+def _wait_for(db: Path, want: dict[str, set[str]], watcher: Watcher) -> None:
+    deadline = time.monotonic() + STUCK
     while _stored(db) != want:
         passes = [
             (f["nodes_added"], f["notes"], f["skipped"], f["error"])
@@ -154,12 +168,12 @@ def test_every_appended_entry_is_stored_once_and_torn_lines_when_completed(
     go = tmp_path / "go"
     watcher = Watcher(db, folder, tmp_path / "reports.jsonl")
     try:
-        watcher.wait_until(bool)  # the first pass (the empty file) is done
+        watcher.wait_until(bool, "its first pass (the empty file)")
         writer = _write(transcript, 0, total, torn=total // 2, go=go)
         line = f"line {total // 2 + 1} is not complete yet"
-        watcher.wait_until(lambda reports: any(line in n for n in _notes(reports)))
+        watcher.wait_until(lambda reports: any(line in n for n in _notes(reports)), repr(line))
         go.touch()
-        assert writer.wait(timeout=30) == 0
+        assert writer.wait(timeout=STUCK) == 0
         want = _expected(tmp_path)
         _wait_for(db, want, watcher)
     finally:
@@ -180,10 +194,11 @@ def test_a_killed_watcher_started_again_loses_nothing(tmp_path: Path) -> None:
     out = tmp_path / "reports.jsonl"
     first = Watcher(db, folder, out)
     try:
-        first.wait_until(bool)
-        assert _write(transcript, 0, total // 2).wait(timeout=30) == 0
+        first.wait_until(bool, "its first pass (the empty file)")
+        assert _write(transcript, 0, total // 2).wait(timeout=STUCK) == 0
         first.wait_until(
-            lambda reports: sum(f["nodes_added"] for r in reports for f in r["files"]) > 0
+            lambda reports: sum(f["nodes_added"] for r in reports for f in r["files"]) > 0,
+            "a node added",
         )
     finally:
         first.kill()
@@ -196,7 +211,9 @@ def test_a_killed_watcher_started_again_loses_nothing(tmp_path: Path) -> None:
     try:
         # Its first pass stores what was appended meanwhile and holds the torn line back.
         torn = f"line {total} is not complete yet"
-        second.wait_until(lambda reports: any(torn in n for n in _notes(reports[before:])))
+        second.wait_until(
+            lambda reports: any(torn in n for n in _notes(reports[before:])), repr(torn)
+        )
         with transcript.open("ab") as f:
             f.write(lines[-1][20:])
         _wait_for(db, _expected(tmp_path), second)

@@ -190,7 +190,9 @@ def test_failures_are_classified_and_mark_nothing(
 ) -> None:
     store, ws, sid = _setup(tmp_path)
     server.behaviour = behaviour
-    writer = _writer(server, timeout=1.0)()
+    # Only the slow answer is meant to time out: the others get the default timeout, so a busy
+    # machine's slow answer is not taken for the failure under test.
+    writer = _writer(server, timeout=1.0 if behaviour == "slow" else 10.0)()
     failure = WritePipeline(ws, store, writer).write(sid, force=True)
     assert failure is not None and failure.reason is reason
     assert failure.retryable is (reason is FailureReason.WRITER_UNAVAILABLE)
@@ -202,13 +204,13 @@ def test_failures_are_classified_and_mark_nothing(
 
 
 def test_each_failure_kind_raises_the_typed_error(server: Server) -> None:
-    complete = _writer(server, timeout=1.0)().complete  # type: ignore[attr-defined]
+    impatient = _writer(server, timeout=1.0)().complete  # type: ignore[attr-defined]
     server.behaviour = "slow"
     with pytest.raises(WriterUnavailableError, match="timed out"):
-        complete("hello")
+        impatient("hello")
     server.behaviour = "401"
     with pytest.raises(ModelRequestError) as e:
-        complete("hello")
+        _writer(server)().complete("hello")  # type: ignore[attr-defined]
     assert e.value.status == 401 and KEY not in str(e.value)
 
 

@@ -1,10 +1,12 @@
-"""A pi file that is one unterminated line (header and entry side by side) resumes to no new node."""
+"""A pi file that is one unterminated line (header and entry side by side) resumes to no new node,
+also after blank or damaged lines (no record before the resume point: its header is still the header)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import orjson
+import pytest
 
 from graph.importers import pi
 from graph.store.in_memory import MemorySessionStore
@@ -36,3 +38,15 @@ def test_a_header_read_again_from_the_start_is_not_stored_as_an_entry(tmp_path: 
     fresh = MemorySessionStore()
     pi.import_file(fresh, f)
     assert [n.id for n in store.nodes("one-line")] == [n.id for n in fresh.nodes("one-line")]
+
+
+@pytest.mark.parametrize("before", [b"\n", b"  \n\n", b"[1]\n", b"not json\n"], ids=repr)
+def test_a_header_after_lines_without_a_record_is_not_stored_as_an_entry(
+    tmp_path: Path, before: bytes
+) -> None:
+    f = tmp_path / "late-header.jsonl"
+    f.write_bytes(before + orjson.dumps(_HEAD) + orjson.dumps(_ENTRY))  # still being written
+    store = MemorySessionStore()
+    assert pi.import_file(store, f).nodes_added == 1
+    assert pi.import_file(store, f).nodes_added == 0  # resumed after those lines: no header node
+    assert [n.id for n in store.nodes("one-line")] == ["one-line/00000001"]

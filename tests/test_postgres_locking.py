@@ -66,12 +66,12 @@ def test_an_import_batch_waits_for_a_head_move_and_keeps_it(schema: tuple[str, s
     with mover.atomic():
         mover.set_head("s", root.id)  # uncommitted: the session's row is locked
         thread.start()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 120  # a bound for an import that never waits
         while not _waiting_for_a_lock(watcher, importer.conn.info.backend_pid):
             assert time.monotonic() < deadline, "the import never waited for the row lock"
             time.sleep(0.01)
-    thread.join(10)
-    assert not failures
+    thread.join(120)
+    assert not thread.is_alive() and not failures
     assert writer.session("s").head == root.id  # the mover's head, not the one read before it
     assert writer.node("imported").predecessor == tip.id
     for s in (writer, mover, importer, watcher):

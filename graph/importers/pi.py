@@ -73,7 +73,7 @@ from graph.importers._common import (
     stored_ids,
     write_planned,
 )
-from graph.importers.jsonl import Line, LineProblems, ReadPosition, without_bom
+from graph.importers.jsonl import Line, LineProblems, ReadPosition, read_jsonl, without_bom
 from graph.importers.report import FileReport, TranscriptError
 from graph.importers.resume import (
     FileState,
@@ -499,6 +499,15 @@ def _node(
     )
 
 
+def _first_record(path: Path, line: Line) -> bool:
+    """Whether ``line`` is the file's first JSON object, the one a full import takes as the header.
+
+    Reads only up to that first object (the first line, in every file but a damaged one).
+    """
+    first = next(read_jsonl(path, LineProblems()), None)  # the reader, dropped, closes the file
+    return first is not None and (first.offset, first.part) == (line.offset, line.part)
+
+
 def _resume(
     store: BaseStore, path: Path, saved: FileState, problems: LineProblems, report: FileReport
 ) -> bool:
@@ -519,8 +528,9 @@ def _resume(
         return False
     position = saved.position
     lines = read_complete(path, problems, position)
-    if lines and lines[0].number == 1 and lines[0].data.get("type") == "session":
-        # read again from the start (the file was one unterminated line): its header is no entry
+    if lines and lines[0].data.get("type") == "session" and _first_record(path, lines[0]):
+        # read again from the file's first record (nothing before the offset held one: the file
+        # was one unterminated line, maybe after blank or damaged lines): its header is no entry
         lines = lines[1:]
     if any(e.data.get("type") in ("compaction", "branch_summary", "session") for e in lines):
         return False  # (a session header: a second session, which the full read refuses)

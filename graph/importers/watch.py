@@ -13,7 +13,10 @@ What a pass does not store yet, it stores later:
   ("not complete yet") instead of a skipped line, since nothing is lost;
 * a file that is still empty, or holds only part of its first line, is left for a later pass (it
   cannot be told to be a transcript yet);
-* a file that fails as a whole (its transaction rolled back) is tried again when it next changes;
+* a file that fails as a whole (its transaction rolled back) is tried again when it next changes,
+  or on the next pass when only the store was in the way (:class:`~graph.errors.StoreBusyError`:
+  another process held the write lock past the store's timeout), since nothing else would bring
+  a file that stopped growing back;
 * a file is looked at *before* it is read, so a write that lands during its import shows up as a
   change on the next pass;
 * the watcher keeps no state of its own: a watcher that is killed and started again imports every
@@ -33,6 +36,7 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from graph.errors import StoreBusyError
 from graph.importers import ImportReport, import_paths
 from graph.importers import claude_code as _claude_code
 from graph.importers.report import FileReport
@@ -45,6 +49,8 @@ DEFAULT_INTERVAL = 0.5
 
 _SUFFIXES = (".jsonl", ".sgbundle", ".msgpack")
 _TORN = "torn write"
+_BUSY = f"{StoreBusyError.__name__}: "
+"""How a file's report's ``error`` starts when only the store's lock was in the way."""
 
 Signature = tuple[int, int, int]
 """``(size in bytes, modification time in nanoseconds, inode)`` of a file as last seen."""
@@ -148,7 +154,8 @@ class TranscriptWatcher:
 
         Returns:
             The pass's report, as :func:`graph.importers.import_paths` makes it (empty when nothing
-            changed), with torn last lines reported as notes rather than skipped lines.
+            changed), with torn last lines reported as notes rather than skipped lines. A file that
+            failed because the store was busy is in the next pass too, changed or not.
         """
         files = [f for f in self.changed() if _has_an_entry(f)]
         if not files:
@@ -156,6 +163,8 @@ class TranscriptWatcher:
         report = import_paths(self.store, files)
         for fr in report.files:
             _hold_back_torn_lines(fr)
+            if fr.error is not None and fr.error.startswith(_BUSY):
+                self._seen.pop(Path(fr.path), None)  # the next pass tries it again
         return report
 
 

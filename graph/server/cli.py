@@ -1,7 +1,8 @@
 """``sessiongraph serve``: the local web server over the store (registered through ``sessiongraph.cli``).
 
 It binds 127.0.0.1 unless told otherwise (``--host``), on ``--port`` (0: any free port), prints the
-start URL with the random token and runs until Ctrl-C. Binding to another interface prints a warning
+start URL with the random token once the socket listens (a client that connects on reading it is
+answered, never refused) and runs until Ctrl-C. Binding to another interface prints a warning
 on stderr; the token is still needed there. ``-w``/``--workspace`` and ``--views`` are short for
 ``--set memory.workspace=...`` and ``--set memory.views=...`` (the memory extension reads them).
 """
@@ -17,6 +18,9 @@ from typing import Annotated
 import typer
 
 __all__ = ["is_loopback", "register", "serve"]
+
+_BACKLOG = 2048
+"""Connections the listening socket queues before the server accepts them (uvicorn's default)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -110,13 +114,16 @@ def serve(
             "needs the token",
             err=True,
         )
+    # Listening before the URL is printed: a client that connects as soon as it reads the URL
+    # waits in the backlog until the server accepts, instead of being refused.
+    sock.listen(_BACKLOG)
     where = getattr(store, "path", None) or "the PostgreSQL store"
     typer.echo(f"sessiongraph serving {where} at {url}")
     typer.echo("Ctrl-C stops it.")
     sys.stdout.flush()
     if open_browser:
         webbrowser.open(url)
-    config = uvicorn.Config(app, log_level="warning", lifespan="off")
+    config = uvicorn.Config(app, log_level="warning", lifespan="off", backlog=_BACKLOG)
     try:
         uvicorn.Server(config).run(sockets=[sock])
     except KeyboardInterrupt:
