@@ -10,12 +10,13 @@ request without the token is refused, with it (query or bearer header) the tools
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
 import subprocess
 import sys
-import time
+import threading
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -294,14 +295,12 @@ def test_the_server_imports_what_was_appended_before_it_answers(tmp_path: Path) 
 
 @pytest.fixture
 def http_server(tmp_path: Path) -> Iterator[str]:
+    """A ``mcp --http`` server on a free port; its address as printed, connected to at once."""
     db = _store_of(tmp_path, EXAMPLE)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     proc = subprocess.Popen(
         [
             sys.executable,
-            *_command(db, tmp_path / "ws", "--no-follow", "--http", "--port", str(port)),
+            *_command(db, tmp_path / "ws", "--no-follow", "--http", "--port", "0"),
             "--token",
             "t0ken-for-tests",
         ],
@@ -310,22 +309,53 @@ def http_server(tmp_path: Path) -> Iterator[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
-    url = f"http://127.0.0.1:{port}/mcp"
+    assert proc.stderr is not None
+    printed = []
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx2.get(url, timeout=1)
+        for line in proc.stderr:  # ends if the command exits before printing its address
+            printed.append(line)
+            if line.startswith("sessiongraph mcp: http://"):
                 break
-            except httpx2.TransportError:
-                assert proc.poll() is None, proc.communicate()[1]
-                assert time.monotonic() < deadline, "the server did not start"
-                time.sleep(0.1)
+        assert printed and "token=t0ken-for-tests" in printed[-1], "".join(printed)
+        url = printed[-1].split(": ", 1)[1].split("?", 1)[0]
+        threading.Thread(target=proc.stderr.read, daemon=True).start()  # never a full pipe
+        # no retry: the socket listens before the address is printed
+        assert httpx2.get(url, timeout=30).status_code == 401
         yield url
     finally:
         proc.terminate()
-        _, stderr = proc.communicate(timeout=10)
-        assert "token=t0ken-for-tests" in stderr  # printed where the person starts it
+        proc.communicate(timeout=10)
+
+
+@pytest.mark.parametrize(
+    ("port", "expected"),
+    [
+        ("70000", "error: --port 70000: not a port number (0..65535)"),
+        ("taken", "error: --host 127.0.0.1 --port {port}: cannot bind: Address already in use"),
+    ],
+)
+def test_http_on_a_port_it_cannot_have_says_so_in_one_line(
+    tmp_path: Path, port: str, expected: str
+) -> None:
+    db = _store_of(tmp_path, EXAMPLE)
+    with contextlib.ExitStack() as stack:
+        if port == "taken":
+            holder = stack.enter_context(socket.socket())
+            holder.bind(("127.0.0.1", 0))
+            holder.listen()
+            port = str(holder.getsockname()[1])
+        done = subprocess.run(
+            [
+                sys.executable,
+                *_command(db, tmp_path / "ws", "--no-follow", "--http", "--port", port),
+            ],
+            env=_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [expected.format(port=port)]
 
 
 def test_http_needs_the_token(http_server: str) -> None:

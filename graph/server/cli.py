@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-__all__ = ["is_loopback", "register", "serve"]
+__all__ = ["bind", "is_loopback", "register", "serve"]
 
 _BACKLOG = 2048
 """Connections the listening socket queues before the server accepts them (uvicorn's default)."""
@@ -85,13 +85,9 @@ def serve(
     if not 0 <= port <= 65535:
         typer.echo(f"error: --port {port}: not a port number (0..65535)", err=True)
         raise typer.Exit(2)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind((host.strip("[]"), port))
+        sock = bind(host, port)
     except OSError as e:
-        sock.close()
         typer.echo(f"error: --host {host} --port {port}: cannot bind: {e.strerror or e}", err=True)
         raise typer.Exit(1) from None
     bound = sock.getsockname()[1]
@@ -114,9 +110,6 @@ def serve(
             "needs the token",
             err=True,
         )
-    # Listening before the URL is printed: a client that connects as soon as it reads the URL
-    # waits in the backlog until the server accepts, instead of being refused.
-    sock.listen(_BACKLOG)
     where = getattr(store, "path", None) or "the PostgreSQL store"
     typer.echo(f"sessiongraph serving {where} at {url}")
     typer.echo("Ctrl-C stops it.")
@@ -130,6 +123,28 @@ def serve(
         pass
     finally:
         sock.close()
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host`` (an IPv6 address may be in brackets) and ``port``, listening.
+
+    Made before a server prints its address, so that a client connecting as soon as it reads the
+    address waits in the backlog (2,048 connections) until the server accepts, instead of being
+    refused. ``port`` 0 takes any free port (``getsockname()[1]`` says which).
+
+    Raises:
+        OSError: the address cannot be bound (in use, not this machine's, not permitted).
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+        sock.listen(_BACKLOG)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def register(app: typer.Typer) -> None:

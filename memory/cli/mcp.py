@@ -10,7 +10,9 @@ written to stdout. With ``--http`` it serves streamable HTTP on ``http://HOST:PO
 127.0.0.1 unless told otherwise (another interface prints a warning and still needs the token).
 Every HTTP request must carry the token, as ``Authorization: Bearer TOKEN`` or as ``?token=TOKEN``;
 the token is ``--token``, else ``$SESSIONGRAPH_TOKEN``, else a random one printed on stderr at start.
-A request without it gets 401 and reaches no tool.
+A request without it gets 401 and reaches no tool. The address is printed on stderr once the socket
+listens, so a client that connects on reading it is answered (``--port 0`` takes any free port; the
+printed address says which).
 
 Before each tool call the server imports what was appended to the followed transcript folders: the
 ``--follow`` paths, else the runtimes' own folders (``~/.claude/projects``, ``~/.pi/agent/sessions``,
@@ -30,6 +32,7 @@ from __future__ import annotations
 import hmac
 import os
 import secrets
+import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 from urllib.parse import parse_qs
@@ -126,7 +129,7 @@ def mcp_command(
         bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")
     ] = False,
     host: Annotated[str, typer.Option(help="Interface to bind (--http).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port (--http).")] = DEFAULT_PORT,
+    port: Annotated[int, typer.Option(help="Port (--http; 0: any free port).")] = DEFAULT_PORT,
     token: Annotated[
         str | None,
         typer.Option(
@@ -175,11 +178,23 @@ def mcp_command(
                 f"[yellow]warning:[/] serving on {escape(host)}, not only this machine; "
                 "the token is still required"
             )
+        from graph.server.cli import bind
+
+        if not 0 <= port <= 65535:
+            raise CommandLineError(f"--port {port}", "not a port number (0..65535)")
+        try:
+            sock = bind(host, port)  # listening before the address is printed: never refused
+        except OSError as e:
+            raise CommandLineError(
+                f"--host {host} --port {port}", f"cannot bind: {e.strerror or e}"
+            ) from None
         shown = f"[{host}]" if ":" in host else host
-        err.print(f"sessiongraph mcp: http://{shown}:{port}/mcp?token={secret}")
+        bound = sock.getsockname()[1]
+        err.print(f"sessiongraph mcp: http://{shown}:{bound}/mcp?token={secret}")
         err.print(f"  or send the header: Authorization: Bearer {secret}")
         app = TokenGate(server.streamable_http_app(host=host), secret)
-        anyio.run(_serve_http, app, host, port)
+        with sock:
+            anyio.run(_serve_http, app, sock)
     except KeyboardInterrupt:
         pass
     finally:
@@ -188,11 +203,11 @@ def mcp_command(
         store.close()
 
 
-async def _serve_http(app: ASGIApp, host: str, port: int) -> None:
+async def _serve_http(app: ASGIApp, sock: socket.socket) -> None:
     import uvicorn
 
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning")
-    await uvicorn.Server(config).serve()
+    config = uvicorn.Config(app, log_level="warning")
+    await uvicorn.Server(config).serve(sockets=[sock])
 
 
 def register(app: typer.Typer) -> None:
