@@ -11,7 +11,6 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,20 +18,14 @@ import pytest
 from graph import SessionStore
 from graph.bundle import export_session, import_bundle
 from graph.importers import import_file
+from tests.clikit import console
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "claude-code-session.jsonl"
 SESSION = "7d3c9a52-4f1e-4b8a-9c2d-1e5f6a7b8c90"
 
 
 def sessiongraph(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONGRAPH_")}
-    return subprocess.run(
-        [sys.executable, "-c", "from graph.cli.launch import main; main()", *args],
-        capture_output=True,
-        text=True,
-        env=env | {"COLUMNS": "120", "NO_COLOR": "1", "TERM": "dumb"},
-        timeout=120,
-    )
+    return console(*args, columns=120)
 
 
 def _one_error_line(p: subprocess.CompletedProcess[str], *needles: str) -> None:

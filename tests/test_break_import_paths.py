@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,20 +18,14 @@ import pytest
 from graph import SessionStore
 from graph.importers import import_file, import_paths
 from graph.importers.report import TranscriptError
+from tests.clikit import console
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "claude-code-session.jsonl"
 
 
 def sessiongraph(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONGRAPH_")}
-    return subprocess.run(
-        [sys.executable, "-c", "from graph.cli.launch import main; main()", *args],
-        capture_output=True,
-        text=True,
-        env=env | {"COLUMNS": "60", "NO_COLOR": "1", "TERM": "dumb"},
-        timeout=120,  # a pipe nobody writes to would block the import for good
-    )
+    return console(*args, columns=60)
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from graph import SessionStore
-from graph.cli import commands, launch, quick
+from graph.cli import quick
+from tests.clikit import by_launch, by_typer
 
 
 @pytest.fixture
@@ -25,29 +26,6 @@ def db(tmp_path: Path) -> Path:
     st.spawn(sid, head.id, title="the sub-agent")
     st.close()
     return path
-
-
-def _typer(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[str, str, object]:
-    code: object = 0
-    try:
-        commands.main(args)
-    except SystemExit as e:
-        code = e.code
-    out = capsys.readouterr()
-    return out.out, out.err, code
-
-
-def _launch(
-    args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> tuple[str, str, object]:
-    monkeypatch.setattr(sys, "argv", ["sessiongraph", *args])
-    code: object = 0
-    try:
-        launch.main()
-    except SystemExit as e:
-        code = e.code
-    out = capsys.readouterr()
-    return out.out, out.err, code
 
 
 @pytest.mark.parametrize(
@@ -73,11 +51,11 @@ def test_the_quick_listing_prints_what_the_typer_command_prints(
 ) -> None:
     monkeypatch.setenv("COLUMNS", width)
     args = ["--db", str(db), *words]
-    want = _typer(args, capsys)
+    want = by_typer(args, capsys)
     assert want[2] == 0 and "session 3" in want[0]
     assert quick.run(args) is True  # the quick path answers it
     capsys.readouterr()
-    assert _launch(args, capsys, monkeypatch) == want
+    assert by_launch(args, capsys, monkeypatch) == want
 
 
 @pytest.mark.parametrize("form", ["env", "option", "option="])
@@ -92,18 +70,18 @@ def test_the_store_is_found_as_the_typer_command_finds_it(
     else:
         monkeypatch.delenv("SESSIONGRAPH_DB", raising=False)
         args = ["--db", named, "sessions"] if form == "option" else [f"--db={named}", "sessions"]
-    want = _typer(args, capsys)
+    want = by_typer(args, capsys)
     assert "session 0" in want[0]
-    assert _launch(args, capsys, monkeypatch) == want
+    assert by_launch(args, capsys, monkeypatch) == want
 
 
 def test_an_empty_store_says_how_to_fill_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     args = ["--db", str(tmp_path / "new" / "s.db"), "sessions"]
-    got = _launch(args, capsys, monkeypatch)
+    got = by_launch(args, capsys, monkeypatch)
     assert got == ("no sessions; import some with `sessiongraph import`\n", "", 0)
-    assert _typer(args, capsys) == got
+    assert by_typer(args, capsys) == got
 
 
 @pytest.mark.parametrize(
@@ -122,8 +100,8 @@ def test_a_bad_store_is_the_same_one_line_error(
     else:
         target.write_bytes(b"this is not a database file, not at all" * 50)
     args = ["--db", str(target), "sessions"]
-    want = _typer(args, capsys)
-    got = _launch(args, capsys, monkeypatch)
+    want = by_typer(args, capsys)
+    got = by_launch(args, capsys, monkeypatch)
     assert got == want
     out, err, code = got
     assert code == 1 and out == "" and err.startswith("error: --db ") and "Traceback" not in err
@@ -160,8 +138,8 @@ def test_a_mistake_gets_typer_s_message(
     db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     args = ["--db", str(db), "sessions", "--limit", "0"]
-    got = _launch(args, capsys, monkeypatch)
-    assert got == _typer(args, capsys)
+    got = by_launch(args, capsys, monkeypatch)
+    assert got == by_typer(args, capsys)
     assert got[2] == 2 and "--limit" in got[1]
 
 

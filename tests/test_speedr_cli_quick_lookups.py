@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 
 from graph import SessionStore
-from graph.cli import commands, launch, quick
+from graph.cli import commands, quick
 from graph.models import TextBlock, ToolCallBlock
+from tests.clikit import by_launch, by_typer
 
 
 @pytest.fixture(scope="module")
@@ -69,29 +70,6 @@ def _fill(words: list[str], ids: dict[str, str]) -> list[str]:
     return out
 
 
-def _typer(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[str, str, object]:
-    code: object = 0
-    try:
-        commands.main(args)
-    except SystemExit as e:
-        code = e.code
-    out = capsys.readouterr()
-    return out.out, out.err, code
-
-
-def _launch(
-    args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> tuple[str, str, object]:
-    monkeypatch.setattr(sys, "argv", ["sessiongraph", *args])
-    code: object = 0
-    try:
-        launch.main()
-    except SystemExit as e:
-        code = e.code
-    out = capsys.readouterr()
-    return out.out, out.err, code
-
-
 ANSWERED = [
     ["recent"],
     ["recent", "--full"],
@@ -137,14 +115,14 @@ def test_the_quick_lookup_prints_what_the_typer_command_prints(
 ) -> None:
     monkeypatch.setenv("COLUMNS", width)
     args = ["--db", str(db), *_fill(words, _ids(db))]
-    want = _typer(args, capsys)
+    want = by_typer(args, capsys)
     try:
         answered = quick.run(args)
     except SystemExit:  # a refusal, answered with its error line
         answered = True
     assert answered is True  # the quick path answers it
     capsys.readouterr()
-    got = _launch(args, capsys, monkeypatch)
+    got = by_launch(args, capsys, monkeypatch)
     assert got == want
     out, err, code = got
     if "--json" not in words:  # tables and text: every control character made visible
@@ -160,9 +138,9 @@ def test_an_ambiguous_prefix_is_the_same_error(
     assert common, "the fixture's ids share their first characters (UUIDv7 made together)"
     for command in ("read", "latest"):
         args = ["--db", str(db), command, common]
-        want = _typer(args, capsys)
+        want = by_typer(args, capsys)
         assert want[2] == 1 and "ambiguous" in want[1]
-        assert _launch(args, capsys, monkeypatch) == want
+        assert by_launch(args, capsys, monkeypatch) == want
 
 
 @pytest.mark.parametrize("make", ["directory", "not-a-database"])
@@ -179,8 +157,8 @@ def test_a_bad_store_is_the_same_one_line_error(
         target.write_bytes(b"this is not a database file, not at all" * 50)
     for words in (["recent"], ["latest", "x"]):
         args = ["--db", str(target), *words]
-        want = _typer(args, capsys)
-        got = _launch(args, capsys, monkeypatch)
+        want = by_typer(args, capsys)
+        got = by_launch(args, capsys, monkeypatch)
         assert got == want
         out, err, code = got
         assert code == 1 and out == "" and err.startswith("error: --db ") and "Traceback" not in err
@@ -242,8 +220,8 @@ def test_a_mistake_gets_typer_s_message(
     db: Path, args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     args = ["--db", str(db), *args]
-    got = _launch(args, capsys, monkeypatch)
-    assert got == _typer(args, capsys)
+    got = by_launch(args, capsys, monkeypatch)
+    assert got == by_typer(args, capsys)
     assert got[2] == 2 and got[1].startswith("error: ") and "Traceback" not in got[1]
 
 

@@ -1,4 +1,5 @@
-"""The command line loads only what the command it runs needs; ``--help`` still lists every command."""
+"""The command line loads only what the command it runs needs (reading memory loads no writer or
+watcher); ``--help`` still lists every command."""
 
 from __future__ import annotations
 
@@ -27,11 +28,28 @@ print(json.dumps({"code": code, "loaded": [m for m in heavy if m in sys.modules]
 """
 
 
-def _run(*args: str, tmp: Path) -> tuple[str, dict[str, object]]:
+MEMORY_PROBE = """
+import json, sys
+from graph.cli.launch import main
+sys.argv[1:] = sys.argv[2:]
+try:
+    main()
+except SystemExit as e:
+    code = e.code
+else:
+    code = 0
+heavy = ["memory.watcher", "memory.organizer", "memory.completion", "memory.editing",
+         "memory.forget", "memory.branches", "graph.lineage", "memory.mcp_server", "graph.server.app"]
+print(json.dumps({"code": code, "loaded": [m for m in heavy if m in sys.modules]}), file=sys.stderr)
+"""
+"""The same for ``sessiongraph memory ...`` through the console script: which heavy memory modules load."""
+
+
+def _run(*args: str, tmp: Path, probe: str = PROBE) -> tuple[str, dict[str, object]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONGRAPH_")}
     env |= {"COLUMNS": "120", "SESSIONGRAPH_MEMORY": str(tmp / "memory")}
     p = subprocess.run(
-        [sys.executable, "-c", PROBE, *args],
+        [sys.executable, "-c", probe, *args],
         capture_output=True,
         text=True,
         env=env,
@@ -102,3 +120,17 @@ def test_a_command_help_loads_only_that_command(db: Path, tmp_path: Path) -> Non
     out, probe = _run("recent", "--help", tmp=tmp_path)
     assert probe["loaded"] == ["memory.cli.lookup"]
     assert "--limit" in out
+
+
+@pytest.mark.parametrize("words", [["status"], ["list"], ["search", "hello"], ["log"]])
+def test_reading_memory_loads_no_writer_watcher_or_organizer(
+    db: Path, tmp_path: Path, words: list[str]
+) -> None:
+    out, probe = _run("-", "--db", str(db), "memory", *words, tmp=tmp_path, probe=MEMORY_PROBE)
+    assert probe == {"code": 0, "loaded": []}, out
+
+
+def test_the_status_still_counts_what_is_pending(db: Path, tmp_path: Path) -> None:
+    out, probe = _run("-", "--db", str(db), "memory", "status", tmp=tmp_path, probe=MEMORY_PROBE)
+    assert probe["code"] == 0
+    assert "1 pending turn(s) in 1 session(s)" in out
