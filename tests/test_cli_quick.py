@@ -1,7 +1,9 @@
-"""``recent``, ``read`` and ``latest`` answered without typer: the same output, errors and status as typer's.
+"""``sessions``, ``recent``, ``read`` and ``latest`` answered without typer: the same output, errors
+and status as typer's.
 
 The console script answers the plain forms of these commands through :func:`graph.cli.quick.run`
-(their descriptions come from the ``sessiongraph.quick`` entry points); every other form goes to
+(``sessions`` is the graph's own description; the others come from the ``sessiongraph.quick`` entry
+points); every other form goes to
 typer. Each command line here runs both ways in the same process and must print the same bytes on
 stdout and stderr and end with the same status.
 """
@@ -71,6 +73,13 @@ def _fill(words: list[str], ids: dict[str, str]) -> list[str]:
 
 
 ANSWERED = [
+    ["sessions"],
+    ["sessions", "--full"],
+    ["sessions", "--json"],
+    ["sessions", "--limit", "2"],
+    ["sessions", "--limit=3", "--full", "--json"],
+    ["-q", "sessions"],
+    ["--quiet", "sessions", "--limit", "1", "--limit", "2"],
     ["recent"],
     ["recent", "--full"],
     ["recent", "--json"],
@@ -130,6 +139,32 @@ def test_the_quick_lookup_prints_what_the_typer_command_prints(
     assert (code, err) == (0, "") or (code == 1 and err.count("\n") == 1 and err[:7] == "error: ")
 
 
+@pytest.mark.parametrize("form", ["env", "option", "option="])
+def test_the_store_is_found_as_the_typer_command_finds_it(
+    db: Path, form: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(db.parent))
+    named = "~/" + db.name
+    if form == "env":
+        monkeypatch.setenv("SESSIONGRAPH_DB", named)
+        args = ["sessions"]
+    else:
+        monkeypatch.delenv("SESSIONGRAPH_DB", raising=False)
+        args = ["--db", named, "sessions"] if form == "option" else [f"--db={named}", "sessions"]
+    want = by_typer(args, capsys)
+    assert "session 0" in want[0]
+    assert by_launch(args, capsys, monkeypatch) == want
+
+
+def test_an_empty_store_says_how_to_fill_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = ["--db", str(tmp_path / "new" / "s.db"), "sessions"]
+    got = by_launch(args, capsys, monkeypatch)
+    assert got == ("no sessions; import some with `sessiongraph import`\n", "", 0)
+    assert by_typer(args, capsys) == got
+
+
 def test_an_ambiguous_prefix_is_the_same_error(
     db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -155,7 +190,7 @@ def test_a_bad_store_is_the_same_one_line_error(
         target.mkdir()
     else:
         target.write_bytes(b"this is not a database file, not at all" * 50)
-    for words in (["recent"], ["latest", "x"]):
+    for words in (["sessions"], ["recent"], ["latest", "x"]):
         args = ["--db", str(target), *words]
         want = by_typer(args, capsys)
         got = by_launch(args, capsys, monkeypatch)
@@ -167,6 +202,20 @@ def test_a_bad_store_is_the_same_one_line_error(
 @pytest.mark.parametrize(
     "args",
     [
+        ["sessions", "--help"],
+        ["sessions", "--limit", "0"],
+        ["sessions", "--limit", "x"],
+        ["sessions", "--limit"],
+        ["sessions", "--limit", "--full"],
+        ["sessions", "--since", "1d"],
+        ["sessions", "--runtime", "pi"],
+        ["sessions", "extra"],
+        ["sessions", "-q"],
+        ["--db", "sessions"],
+        ["--db=", "sessions"],
+        ["--unknown", "sessions"],
+        ["show", "sessions"],
+        ["memory", "sessions"],
         ["recent", "--help"],
         ["recent", "extra"],
         ["recent", "--limit"],
@@ -208,6 +257,7 @@ def test_anything_else_is_left_to_the_full_command_line(
 @pytest.mark.parametrize(
     "args",
     [
+        ["sessions", "--limit", "0"],
         ["latest", "a", "--full"],
         ["recent", "--limit", "x"],
         ["read"],
@@ -285,18 +335,22 @@ def test_the_graph_commands_are_the_graph_cli_own() -> None:
     assert graph_own == quick.GRAPH_COMMANDS
 
 
-def test_a_quick_lookup_loads_no_typer(db: Path) -> None:
-    sid = _ids(db)["LONG"]
+@pytest.mark.parametrize("command", ["sessions", "read"])
+def test_a_quick_lookup_loads_no_typer(db: Path, command: str) -> None:
+    if command == "sessions":  # the listing draws its own table: not even rich's console
+        words, avoided, shown = ["sessions"], ["typer", "click", "rich.console"], "session 2"
+    else:
+        words = ["read", _ids(db)["LONG"], "-n", "2"]
+        avoided, shown = ["typer", "click", "memory.cli.lookup", "memory.workspace"], "turn 15 of 2"
     probe = (
-        "import sys; sys.argv[1:] = ['--db', sys.argv[1], 'read', sys.argv[2], '-n', '2']\n"
+        "import sys; sys.argv[1:] = sys.argv[2:]\n"
         "from graph.cli.launch import main\n"
         "main()\n"
-        "print(sorted(m for m in ('typer', 'click', 'memory.cli.lookup', 'memory.workspace')"
-        " if m in sys.modules))"
+        f"print(sorted(m for m in {avoided!r} if m in sys.modules))"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("SESSIONGRAPH_")}
     p = subprocess.run(
-        [sys.executable, "-c", probe, str(db), sid],
+        [sys.executable, "-c", probe, "-", "--db", str(db), *words],
         capture_output=True,
         text=True,
         env=env,
@@ -304,4 +358,4 @@ def test_a_quick_lookup_loads_no_typer(db: Path) -> None:
         check=True,
     )
     assert p.stdout.splitlines()[-1] == "[]"
-    assert "turn 15 of 2" in p.stdout
+    assert shown in p.stdout
