@@ -13,7 +13,7 @@ from graph.importers.report import FileReport
 from graph.store.base import BaseStore
 from graph.store.in_memory import MemorySessionStore
 
-__all__ = ["cut_then_whole", "dump", "full_reads"]
+__all__ = ["cut_then_whole", "dump", "fresh_dump", "full_reads"]
 
 
 def dump(store: BaseStore) -> dict[str, Any]:
@@ -30,6 +30,13 @@ def dump(store: BaseStore) -> dict[str, Any]:
         meta.pop("path", None)
         out[s.id] = (s.title, s.head, meta, s.spawned_from, s.parent_session, nodes, rewound)
     return out
+
+
+def fresh_dump(importer: Callable[..., FileReport], path: Path, **options: Any) -> dict[str, Any]:
+    """:func:`dump` of a new store after one import of ``path`` (``options`` go to the importer)."""
+    store = MemorySessionStore()
+    importer(store, path, **options)
+    return dump(store)
 
 
 def cut_then_whole(

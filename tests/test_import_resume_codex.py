@@ -20,7 +20,7 @@ import pytest
 from graph import SessionStore
 from graph.importers import codex
 from graph.store.in_memory import MemorySessionStore
-from tests.importkit import dump, full_reads
+from tests.importkit import dump, fresh_dump, full_reads
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("SESSIONGRAPH_CORPUS", ROOT.parent / "shared" / "corpus"))
@@ -204,9 +204,7 @@ def test_a_torn_last_line_is_imported_once_it_is_complete(tmp_path: Path) -> Non
     with path.open("ab") as f:
         f.write(b"\n" + b"".join(orjson.dumps(o) + b"\n" for o in _turns(2, 1)))
     assert codex.import_file(store, path).nodes_added == 3
-    fresh = MemorySessionStore()
-    codex.import_file(fresh, path, resume=False)
-    assert dump(store) == dump(fresh)
+    assert dump(store) == fresh_dump(codex.import_file, path, resume=False)
 
 
 @pytest.mark.parametrize("path", [f for f in FILES if "fork" in f.name], ids=lambda p: p.name)

@@ -20,7 +20,7 @@ import pytest
 from graph import SessionStore
 from graph.importers import pi
 from graph.store.in_memory import MemorySessionStore
-from tests.importkit import dump, full_reads
+from tests.importkit import dump, fresh_dump, full_reads
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("SESSIONGRAPH_CORPUS", ROOT.parent / "shared" / "corpus"))
@@ -146,9 +146,7 @@ def test_an_appended_compaction_is_read_whole(
     _write(path, [compaction, *_chain(10, 2, "c0000001")], "ab")
     pi.import_file(store, path)
     assert full == [path]
-    fresh = MemorySessionStore()
-    pi.import_file(fresh, path, resume=False)
-    assert dump(store) == dump(fresh)
+    assert dump(store) == fresh_dump(pi.import_file, path, resume=False)
     assert store.node("sess-1/c0000001").covers
 
 
@@ -164,9 +162,7 @@ def test_a_torn_last_line_is_imported_once_it_is_complete(tmp_path: Path) -> Non
     report = pi.import_file(store, path)
     assert report.nodes_added == 2
     assert not report.skipped
-    fresh = MemorySessionStore()
-    pi.import_file(fresh, path, resume=False)
-    assert dump(store) == dump(fresh)
+    assert dump(store) == fresh_dump(pi.import_file, path, resume=False)
 
 
 def test_the_title_follows_an_appended_session_name(tmp_path: Path) -> None:
@@ -179,6 +175,4 @@ def test_the_title_follows_an_appended_session_name(tmp_path: Path) -> None:
     _write(path, [info, *_chain(4, 1, "i0000001")], "ab")
     pi.import_file(store, path)
     assert store.session("sess-1").title == "Named"
-    fresh = MemorySessionStore()
-    pi.import_file(fresh, path, resume=False)
-    assert dump(store) == dump(fresh)
+    assert dump(store) == fresh_dump(pi.import_file, path, resume=False)

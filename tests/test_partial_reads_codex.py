@@ -28,7 +28,7 @@ import pytest
 from graph.importers import codex
 from graph.store.base import BaseStore
 from graph.store.in_memory import MemorySessionStore
-from tests.importkit import cut_then_whole, dump
+from tests.importkit import cut_then_whole, dump, fresh_dump
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("SESSIONGRAPH_CORPUS", ROOT.parent / "shared" / "corpus"))
@@ -111,9 +111,7 @@ def test_a_rollout_read_while_written_ends_as_a_fresh_read_of_the_whole_file(
     data = path.read_bytes()
     grown = tmp_path / path.name
     grown.write_bytes(data)
-    fresh = MemorySessionStore()
-    codex.import_file(fresh, grown)
-    expected = dump(fresh)
+    expected = fresh_dump(codex.import_file, grown)
     for cut in _cuts(data):
         assert dump(cut_then_whole(codex.import_file, grown, data, cut)) == expected, (
             f"cut at byte {cut}"
@@ -142,9 +140,7 @@ def test_a_real_rollout_cut_between_a_prompt_and_its_echo_ends_as_a_fresh_read(
     data = gzip.decompress(gz.read_bytes())
     path = tmp_path / gz.name.removesuffix(".gz")
     path.write_bytes(data)
-    fresh = MemorySessionStore()
-    codex.import_file(fresh, path)
-    expected = dump(fresh)
+    expected = fresh_dump(codex.import_file, path)
     for cut in _after_prompts_and_echoes(data):
         assert dump(cut_then_whole(codex.import_file, path, data, cut)) == expected, (
             f"{gz.name} cut at byte {cut}"

@@ -22,7 +22,7 @@ import pytest
 
 from graph.importers import pi
 from graph.store.in_memory import MemorySessionStore
-from tests.importkit import cut_then_whole, dump
+from tests.importkit import cut_then_whole, dump, fresh_dump
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("SESSIONGRAPH_CORPUS", ROOT.parent / "shared" / "corpus"))
@@ -53,9 +53,7 @@ def test_a_torn_last_line_read_again_complete_leaves_what_a_fresh_read_stores(
     data = path.read_bytes()
     grown = tmp_path / path.name
     grown.write_bytes(data)
-    fresh = MemorySessionStore()
-    pi.import_file(fresh, grown)
-    expected = dump(fresh)
+    expected = fresh_dump(pi.import_file, grown)
     for cut, start in _cuts(data):
         got = dump(cut_then_whole(pi.import_file, grown, data, cut))
         if path.name in OUT_OF_ORDER and got != expected:
