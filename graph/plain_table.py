@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from graph.terminal import ELLIPSIS
+
 __all__ = ["Column", "render", "terminal_width"]
 
 GAP = 2
@@ -52,7 +54,14 @@ def terminal_width() -> int:
     return shutil.get_terminal_size((80, 24)).columns
 
 
+_ONE_CELL = frozenset(map(chr, range(0x20, 0x7F))) | {ELLIPSIS, "─"}
+"""Characters one cell wide in every terminal: printable ASCII, the short forms' ``…``, the rule."""
+
+
 def _cells(text: str) -> int:
+    # rich's width tables cost more to load than drawing the table: they measure other text only.
+    if _ONE_CELL.issuperset(text):
+        return len(text)
     from rich.cells import cell_len
 
     return cell_len(text)

@@ -607,7 +607,9 @@ def _register_commands(args: list[str]) -> None:
     the server nor the importers. No command (``sessiongraph --help``), or a name no entry point
     has (an unknown command, a package whose entry point is named otherwise), loads them all, so
     ``--help`` lists every command and click's "No such command" knows them all. Each register
-    function adds its commands once, so calling this again adds nothing.
+    function adds its commands once, so calling this again adds nothing. A command this
+    distribution adds itself is found in its own metadata, without scanning every installed
+    distribution's (:func:`graph.cli.entries.load_named`).
 
     Args:
         args: The command line without the program name (``["--db", "x.db", "recent"]``).
@@ -621,11 +623,10 @@ def _register_commands(args: list[str]) -> None:
 
             register(app)
             return
-        from importlib.metadata import entry_points
+        from graph.cli.entries import load_named
 
-        for ep in entry_points(group="sessiongraph.cli"):
-            if ep.name == command:
-                ep.load()(app)
+        for register_command in load_named("sessiongraph.cli", command):
+            register_command(app)
         if command in _registered():
             return
     from importlib.metadata import entry_points

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "GRAPH_COMMANDS",
+    "QUICK",
     "SESSIONS",
     "QuickCommand",
     "content_parts",
@@ -430,6 +431,9 @@ SESSIONS = QuickCommand(
 )
 """``sessiongraph sessions [--full] [--json] [--limit N]`` (the filters go to typer)."""
 
+QUICK = "sessiongraph.quick"
+"""The entry-point group of other packages' :class:`QuickCommand` descriptions."""
+
 GRAPH_COMMANDS = frozenset(
     {"sessions", "search", "show", "pending", "mark", "rm", "import", "export"}
 )
@@ -437,17 +441,24 @@ GRAPH_COMMANDS = frozenset(
 
 
 def quick_command(name: str) -> QuickCommand | None:
-    """The description of command ``name`` (:data:`SESSIONS`, or a ``sessiongraph.quick`` entry point)."""
+    """The description of command ``name`` (:data:`SESSIONS`, or a ``sessiongraph.quick`` entry point).
+
+    This distribution's own entry points are read from its metadata alone
+    (:func:`graph.cli.entries.load_named`); the graph's own commands look for none, nor do the
+    commands this distribution adds without a quick form (``memory``): only a command another
+    package adds costs the scan of every installed distribution's entry points.
+    """
     if name == SESSIONS.name:
         return SESSIONS
     if name in GRAPH_COMMANDS:
         return None
-    from importlib.metadata import entry_points
+    from graph.cli.entries import load_named, own_entry_points
 
-    for ep in entry_points(group="sessiongraph.quick"):
-        if ep.name == name:
-            found = ep.load()
-            return found if isinstance(found, QuickCommand) and found.name == name else None
+    own = own_entry_points("sessiongraph.cli")
+    if own is not None and name in own and name not in (own_entry_points(QUICK) or {}):
+        return None  # a command of this distribution with no quick form: typer's
+    for found in load_named(QUICK, name)[:1]:
+        return found if isinstance(found, QuickCommand) and found.name == name else None
     return None
 
 
