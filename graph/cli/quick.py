@@ -6,10 +6,12 @@ with a :class:`QuickCommand` (their options and arguments, and the function that
 same output, errors and exit status as their typer commands, which call the same functions:
 
     sessiongraph [--db PATH] [-q | --quiet] COMMAND [ARGUMENT...] [OPTION...]
+    sessiongraph [--db PATH] [-q | --quiet] GROUP [GROUP OPTION...] COMMAND [ARGUMENT...] [OPTION...]
 
 ``sessions`` is described here (:data:`SESSIONS`); another package describes its commands through the
-``sessiongraph.quick`` entry-point group, each entry point named after its command and naming its
-:class:`QuickCommand` (the memory package's ``recent``, ``read`` and ``latest``). A flag is given by
+``sessiongraph.quick`` entry-point group, each entry point named after its command's first word and
+naming its :class:`QuickCommand` (the memory package's ``recent``, ``read``, ``latest`` and
+``memory status``). A flag is given by
 its name, a number as ``--name N``, ``--name=N`` or ``-n N`` (ASCII digits, at least the option's
 minimum), a text as ``--name VALUE`` or ``--name=VALUE`` (not starting with ``-``); an argument is
 a word that does not start with ``-``. Any other word (``--help``, ``--``, an option the description
@@ -365,13 +367,20 @@ class QuickCommand:
     line names (open, and closed afterwards), the arguments in order and every option: the value given
     or the option's default. It prints what the typer command prints (the typer command calls it too).
 
+    A command of a group (``"memory status"``) is named by both words; the group's own options
+    (:attr:`group_texts`) go between them, as typer takes them.
+
     Attributes:
-        name: The command word (``"recent"``).
+        name: The command word (``"recent"``), or a group's word and its command's (``"memory status"``).
         function: ``"module:function"``, imported when the command runs.
         arguments: How many arguments it takes, each a word not starting with ``-``.
         flags: Option name (``"--json"``) to the function's parameter (``"json"``), False unless given.
         numbers: Option name (``"--limit"``, ``"-n"``) to ``(parameter, default, minimum)``.
         texts: Option name to ``(parameter, default)``.
+        group_texts: The group's options before the command word, as :attr:`texts`.
+        store_later: Give the function, instead of the store, a function that opens it (once; it is
+            closed afterwards), for a command that judges its other inputs first, as its typer
+            command does.
     """
 
     name: str
@@ -380,9 +389,11 @@ class QuickCommand:
     flags: Mapping[str, str] = field(default_factory=dict)
     numbers: Mapping[str, tuple[str, int | None, int]] = field(default_factory=dict)
     texts: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
+    group_texts: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
+    store_later: bool = False
 
     def parse(self, words: list[str]) -> tuple[list[str], dict[str, Any]] | None:
-        """The arguments and options of ``words`` (what follows the command word), or None.
+        """The arguments and options of ``words`` (what follows the first word of the name), or None.
 
         None when a word is not one :func:`run` answers (see the module's description): the
         full command line judges it.
@@ -390,37 +401,69 @@ class QuickCommand:
         options: dict[str, Any] = {p: False for p in self.flags.values()}
         options |= {p: default for p, default, _ in self.numbers.values()}
         options |= {p: default for p, default in self.texts.values()}
+        options |= {p: default for p, default in self.group_texts.values()}
         arguments: list[str] = []
         i = 0
+        _, _, command = self.name.partition(" ")
+        while command:  # a group's options, up to its command's word
+            if i == len(words):
+                return None
+            if words[i] == command:
+                i, command = i + 1, ""
+                continue
+            taken = _text(words, i, self.group_texts)
+            if taken is None:
+                return None
+            parameter, options[parameter], i = taken
         while i < len(words):
             word = words[i]
-            name, eq, inline = word.partition("=")
+            name = word.partition("=")[0]
             if word in self.flags:
                 options[self.flags[word]], i = True, i + 1
-            elif name in self.numbers or name in self.texts:
-                if eq and name.startswith("--"):  # typer reads ``-n=5`` as the value ``=5``
-                    value, i = inline, i + 1
-                elif eq:
+            elif name in self.numbers:
+                taken = _text(words, i, {name: (self.numbers[name][0], None)}, number=True)
+                if taken is None or int(taken[1]) < self.numbers[name][2]:
                     return None
-                elif i + 1 < len(words) and not words[i + 1].startswith("-"):
-                    value, i = words[i + 1], i + 2
-                else:
-                    return None  # a value typer must judge (missing, or looking like an option)
-                if name in self.numbers:
-                    parameter, _, minimum = self.numbers[name]
-                    if not value.isascii() or not value.isdigit() or int(value) < minimum:
-                        return None
-                    options[parameter] = int(value)
-                else:
-                    if not value or value.startswith("-"):
-                        return None
-                    options[self.texts[name][0]] = value
+                parameter, value, i = taken
+                options[parameter] = int(value)
+            elif name in self.texts:
+                taken = _text(words, i, self.texts)
+                if taken is None:
+                    return None
+                parameter, options[parameter], i = taken
             elif word and not word.startswith("-"):
                 arguments.append(word)
                 i += 1
             else:
                 return None
         return (arguments, options) if len(arguments) == self.arguments else None
+
+
+def _text(
+    words: list[str], i: int, names: Mapping[str, tuple[str, Any]], *, number: bool = False
+) -> tuple[str, str, int] | None:
+    """``(parameter, value, next index)`` of the option ``words[i]`` names, or None.
+
+    The value is ``--name=VALUE`` or the next word; None when it is missing, empty, looks like an
+    option, is not ASCII digits (``number``), or is written ``-n=VALUE`` (typer reads that as the
+    value ``=VALUE``): values typer must judge.
+    """
+    name, eq, inline = words[i].partition("=")
+    if name not in names:
+        return None
+    if eq and name.startswith("--"):
+        value, after = inline, i + 1
+    elif eq:
+        return None
+    elif i + 1 < len(words) and not words[i + 1].startswith("-"):
+        value, after = words[i + 1], i + 2
+    else:
+        return None
+    if number and not (value.isascii() and value.isdigit()):
+        return None
+    if not value or value.startswith("-"):
+        return None
+    return names[name][0], value, after
 
 
 SESSIONS = QuickCommand(
@@ -458,7 +501,8 @@ def quick_command(name: str) -> QuickCommand | None:
     if own is not None and name in own and name not in (own_entry_points(QUICK) or {}):
         return None  # a command of this distribution with no quick form: typer's
     for found in load_named(QUICK, name)[:1]:
-        return found if isinstance(found, QuickCommand) and found.name == name else None
+        described = isinstance(found, QuickCommand) and found.name.partition(" ")[0] == name
+        return found if described else None
     return None
 
 
@@ -509,13 +553,21 @@ def run(args: list[str]) -> bool:
         return False
     arguments, options = parsed
     settings.quiet = quiet
+    opened: list[BaseStore] = []
     try:
         function = _function(command.function)
-        store = open_target(target_of(db))
+        target = target_of(db)
+
+        def store() -> BaseStore:
+            if not opened:
+                opened.append(open_target(target))
+            return opened[0]
+
         try:
-            function(store, *arguments, **options)
+            function(store if command.store_later else store(), *arguments, **options)
         finally:
-            store.close()
+            for each in opened:
+                each.close()
     except (Exception, KeyboardInterrupt) as e:
         exit_for(e)
     return True

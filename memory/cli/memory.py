@@ -39,9 +39,6 @@ import shlex
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -49,19 +46,13 @@ import typer
 
 from graph.cli.arguments import RepeatedArgumentsCommand
 from graph.cli.commands import id_column, open_store, resolve_session, session_short_forms
-from graph.errors import GraphError
 from graph.terminal import dump_json, markup, say, settings, short_forms
 from memory import caps
 from memory.adding import DEFAULT_ADD_TOPIC  # the workspace's modules: every command opens one
 from memory.caps import CapExceeded
-from memory.config import (
-    ConfigError,
-    MemoryOffError,
-    WorkspaceLocation,
-    load_config,
-    workspace_location,
-)
-from memory.errors import MemoryLayerError, WorkspacePathError
+from memory.cli.quick import memory_errors, memory_settings, open_workspace, show_status, when
+from memory.config import WorkspaceLocation, workspace_location
+from memory.errors import MemoryLayerError
 
 # Each command imports the modules it runs (the pipeline, the watcher, the organizer...), so that
 # ``memory status`` or ``memory list`` loads neither the writers nor the watcher.
@@ -142,17 +133,7 @@ def _memory(
         ),
     ] = None,
 ) -> None:
-    try:
-        config = load_config()
-        config.require_enabled()
-    except (ConfigError, MemoryOffError) as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(1) from None
-    try:
-        where = workspace_location(workspace, views, config=config)
-    except (ConfigError, WorkspacePathError) as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(1) from None
+    config, where = memory_settings(workspace, views)
     ctx.obj = {
         **(ctx.obj or {}),
         "workspace": where.folder,
@@ -181,15 +162,8 @@ def _again(ctx: typer.Context, *command: str) -> str:
     return shlex.join([*words, *command])
 
 
-@contextmanager
-def _errors() -> Iterator[None]:
-    """Report the memory layer's refusals as ``error: ...`` with exit status 1."""
-    try:
-        yield
-    except (MemoryLayerError, CapExceeded, GraphError, ValueError) as e:
-        _fail(str(e))
-    except OSError as e:
-        _fail(f"{e.filename}: {e.strerror}" if e.filename else str(e))
+_errors = memory_errors
+"""Report the memory layer's refusals as ``error: ...`` with exit status 1."""
 
 
 def _fail(message: str) -> None:
@@ -202,22 +176,7 @@ def _fail(message: str) -> None:
 
 
 def _ws(ctx: typer.Context) -> MemoryWorkspace:
-    from memory.errors import WorkspaceStoreError
-    from memory.workspace import MemoryWorkspace
-
-    path: Path = ctx.obj["workspace"]
-    store: str | None = ctx.obj.get("store")
-    where = WorkspaceLocation(path, store).shown
-    if path.exists() and not path.is_dir():
-        raise ValueError(f"{where}: is a file; a workspace is a folder")
-    try:
-        ws = MemoryWorkspace(path, store=store)
-    except OSError as e:
-        raise ValueError(
-            f"{where}: cannot create the workspace folder: {e.strerror or e}"
-        ) from None
-    except WorkspaceStoreError as e:  # (a memory.db that is no database, say)
-        raise ValueError(f"{where}: cannot open the workspace ({e})") from None
+    ws = open_workspace(WorkspaceLocation(ctx.obj["workspace"], ctx.obj.get("store")))
     ctx.call_on_close(ws.close)
     return ws
 
@@ -236,10 +195,6 @@ def _record_names(ws: MemoryWorkspace, full: bool) -> dict[str, str]:
     """Each record id's name in a table: its short form among every record id, or the whole id."""
     ids = [r.id for r in ws.records()]
     return {i: i for i in ids} if full else short_forms(ids)
-
-
-def _when(micros: int) -> str:
-    return datetime.fromtimestamp(micros / 1e6, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _records_table(views: list[RecordView], names: dict[str, str], full: bool) -> Table:
@@ -317,8 +272,8 @@ def show(ctx: typer.Context, record: _RECORD, json: _JSON = False) -> None:
             ("position", str(v.position)),
             ("tags", ", ".join(r.tags)),
             ("time", r.time or ""),
-            ("created", _when(r.created_at)),
-            ("updated", _when(r.updated_at)),
+            ("created", when(r.created_at)),
+            ("updated", when(r.updated_at)),
             ("content", r.content),
         ):
             if value:
@@ -448,7 +403,7 @@ def delete(
         console = _console()
         if stone.expires_at > stone.deleted_at:
             console.print(
-                f"deleted {markup(rid)}; undo until {_when(stone.expires_at)} UTC with: "
+                f"deleted {markup(rid)}; undo until {when(stone.expires_at)} UTC with: "
                 + markup(_again(ctx, "undo", rid))
             )
         else:
@@ -637,7 +592,7 @@ def log(
                 what = ch.op + (f": {ch.record['content']}" if ch.record else "")
             else:
                 what = _summary(r.changes)
-            table.add_row(rev, _when(r.at), r.kind, markup(what))
+            table.add_row(rev, when(r.at), r.kind, markup(what))
         _console().print(table)
 
 
@@ -945,68 +900,8 @@ def watch(
 @memory_app.command()
 def status(ctx: typer.Context, full: _FULL = False, json: _JSON = False) -> None:
     """Show the workspace id, record and source counts, pending turns per session, last failure."""
-    from rich import box
-    from rich.table import Table
-
-    from memory.reading import workspace_status
-    from memory.tombstones import purge_expired
-
     with _errors():
-        ws, store = _ws(ctx), _store(ctx)
-        purge_expired(ws)
-        st = workspace_status(ws, store)
-        if json:
-            _dump(
-                {
-                    "workspace_id": st.workspace_id,
-                    "path": st.path,
-                    "revision": st.revision,
-                    "records": st.records,
-                    "topics": st.topics,
-                    "sources": st.sources,
-                    "tombstones": st.tombstones,
-                    "pending": [
-                        {"session_id": s, "title": t, "pending": n} for s, t, n in st.pending
-                    ],
-                    "last_failure": (
-                        dict(zip(("session_id", "reason", "at"), st.last_failure, strict=True))
-                        if st.last_failure
-                        else None
-                    ),
-                }
-            )
-            return
-        table = Table(show_header=False, box=None)
-        failure = st.last_failure
-        for key, value in (
-            ("workspace", f"{st.workspace_id} ({st.path})"),
-            ("revision", str(st.revision)),
-            ("records", f"{st.records} in {st.topics} topic(s)"),
-            ("sources", f"{st.sources} archived turn(s)"),
-            ("deleted", f"{st.tombstones} inside their grace period"),
-            (
-                "last failure",
-                f"{failure[1]} in session {failure[0]} at {_when(failure[2])} UTC"
-                if failure
-                else "none",
-            ),
-        ):
-            table.add_row(f"[bold]{key}[/]", markup(value))
-        console = _console()
-        console.print(table)
-        if st.pending:
-            names = session_short_forms(store)
-            pend = Table(box=box.SIMPLE_HEAD)
-            shown = [sid if full else names.get(sid, sid) for sid, *_ in st.pending]
-            id_column(pend, "session", shown, full)
-            pend.add_column("pending", justify="right", no_wrap=True, min_width=7)
-            pend.add_column("title", ratio=1, min_width=10)
-            for sid, title, n in st.pending:
-                pend.add_row(markup(sid if full else names.get(sid, sid)), str(n), markup(title))
-            console.print(pend)
-        console.print(
-            f"{sum(n for *_, n in st.pending)} pending turn(s) in {len(st.pending)} session(s)"
-        )
+        show_status(_ws(ctx), _store(ctx), full=full, json=json)
 
 
 @memory_app.command()

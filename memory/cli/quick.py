@@ -1,13 +1,15 @@
-"""The session look-up commands' output, printed without typer: what ``recent``, ``read`` and ``latest`` show.
+"""The memory package's quick commands, printed without typer: what ``recent``, ``read``, ``latest`` and ``memory status`` show.
 
 Each function prints one command's answer from an open store; the typer commands of
-:mod:`memory.cli.lookup` call them, and so does :func:`graph.cli.quick.run`, which answers the plain
-forms of these commands without typer (found through the ``sessiongraph.quick`` entry points, which
-name :data:`RECENT`, :data:`READ` and :data:`LATEST`)::
+:mod:`memory.cli.lookup` and :mod:`memory.cli.memory` call them, and so does
+:func:`graph.cli.quick.run`, which answers the plain forms of these commands without typer (found
+through the ``sessiongraph.quick`` entry points, which name :data:`RECENT`, :data:`READ`,
+:data:`LATEST` and :data:`MEMORY_STATUS`)::
 
     sessiongraph [--db PATH] [-q] recent [--limit N] [--full] [--json]
     sessiongraph [--db PATH] [-q] read SESSION [--count N | -n N] [--before NODE] [--full] [--json]
     sessiongraph [--db PATH] [-q] latest SESSION [--json]
+    sessiongraph [--db PATH] [-q] memory [-w DIR|URL] [--views DIR] status [--full] [--json]
 
 Text from transcripts is printed with its control characters made visible; ``--full`` prints whole ids
 and ``--json`` always does. The module imports neither typer nor, until a table is drawn, rich.
@@ -15,7 +17,12 @@ and ``--json`` always does. The module imports neither typer nor, until a table 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from graph.cli.quick import (
     QuickCommand,
@@ -34,9 +41,26 @@ if TYPE_CHECKING:
 
     from graph.models import Node
     from graph.store.base import BaseStore
+    from memory.config import MemoryConfig, WorkspaceLocation
     from memory.lookup import SessionInfo, TranscriptWindow
+    from memory.workspace import MemoryWorkspace
 
-__all__ = ["LATEST", "READ", "RECENT", "latest", "read", "recent", "window_json"]
+__all__ = [
+    "LATEST",
+    "MEMORY_STATUS",
+    "READ",
+    "RECENT",
+    "latest",
+    "memory_errors",
+    "memory_settings",
+    "memory_status",
+    "open_workspace",
+    "read",
+    "recent",
+    "show_status",
+    "when",
+    "window_json",
+]
 
 RECENT = QuickCommand(
     "recent",
@@ -58,6 +82,20 @@ READ = QuickCommand(
 
 LATEST = QuickCommand("latest", "memory.cli.quick:latest", arguments=1, flags={"--json": "json"})
 """``latest SESSION [--json]``."""
+
+MEMORY_STATUS = QuickCommand(
+    "memory status",
+    "memory.cli.quick:memory_status",
+    flags={"--full": "full", "--json": "json"},
+    group_texts={
+        "--workspace": ("workspace", None),
+        "-w": ("workspace", None),
+        "--views": ("views", None),
+    },
+    store_later=True,
+)
+"""``memory [-w DIR|URL] [--views DIR] status [--full] [--json]``: the workspace is judged before
+the store is opened, as the typer group's callback does."""
 
 _TEXT_WIDTH = 2_000
 """Characters of one message shown in a table before it is cut (``--json`` prints everything)."""
@@ -259,3 +297,184 @@ def latest(store: BaseStore, session: str, *, json: bool) -> None:
         f"{node.created_at.isoformat(timespec='seconds')}[/]"
     )
     console.print(markup(_message_text(node)))
+
+
+def _refuse(message: str) -> NoReturn:
+    print(message, file=sys.stderr)
+    raise SystemExit(1)
+
+
+def memory_settings(
+    workspace: str | None, views: Path | None
+) -> tuple[MemoryConfig, WorkspaceLocation]:
+    """The settings and the workspace's location for a ``memory`` command (its group's options).
+
+    Args:
+        workspace: ``-w``: a folder or a ``postgresql://`` URL (None: the default).
+        views: ``--views``: the folder of the views of a workspace kept in PostgreSQL.
+
+    Raises:
+        SystemExit: memory is off, or the settings file or a location is refused (status 1, after
+            ``error: ...`` on stderr).
+    """
+    from memory.config import ConfigError, MemoryOffError, load_config, workspace_location
+    from memory.errors import WorkspacePathError
+
+    try:
+        config = load_config()
+        config.require_enabled()
+    except (ConfigError, MemoryOffError) as e:
+        _refuse(f"error: {e}")
+    try:
+        return config, workspace_location(workspace, views, config=config)
+    except (ConfigError, WorkspacePathError) as e:
+        _refuse(f"error: {e}")
+
+
+def open_workspace(where: WorkspaceLocation) -> MemoryWorkspace:
+    """Open the workspace at ``where`` for a command (the caller closes it).
+
+    Raises:
+        ValueError: the folder is a file, cannot be created, or holds no workspace database.
+    """
+    from memory.errors import WorkspaceStoreError
+    from memory.workspace import MemoryWorkspace
+
+    if where.folder.exists() and not where.folder.is_dir():
+        raise ValueError(f"{where.shown}: is a file; a workspace is a folder")
+    try:
+        return MemoryWorkspace(where.folder, store=where.store)
+    except OSError as e:
+        raise ValueError(
+            f"{where.shown}: cannot create the workspace folder: {e.strerror or e}"
+        ) from None
+    except WorkspaceStoreError as e:  # (a memory.db that is no database, say)
+        raise ValueError(f"{where.shown}: cannot open the workspace ({e})") from None
+
+
+@contextmanager
+def memory_errors() -> Iterator[None]:
+    """Report the memory layer's refusals as one ``error: ...`` line on stderr with exit status 1.
+
+    Raises:
+        SystemExit: a ``MemoryLayerError``, ``CapExceeded``, ``GraphError``, ``ValueError`` or
+            ``OSError`` was raised inside.
+    """
+    from graph.errors import GraphError
+    from graph.terminal import error_line
+    from memory.caps import CapExceeded
+    from memory.errors import MemoryLayerError
+
+    try:
+        yield
+    except (MemoryLayerError, CapExceeded, GraphError, ValueError) as e:
+        _refuse(error_line(str(e)))
+    except OSError as e:
+        _refuse(error_line(f"{e.filename}: {e.strerror}" if e.filename else str(e)))
+
+
+def memory_status(
+    store: Callable[[], BaseStore],
+    *,
+    workspace: str | None,
+    views: str | None,
+    full: bool,
+    json: bool,
+) -> None:
+    """``memory [-w W] [--views V] status``: the settings, the workspace, the store, then the status.
+
+    Each is judged in the order the typer command judges them, so the first refusal is the same.
+
+    Args:
+        store: Opens the session store (``--db``).
+        workspace: ``-w``'s value, or None.
+        views: ``--views``' value, or None.
+        full: Whole ids instead of their short forms.
+        json: The status as JSON instead of the tables.
+
+    Raises:
+        SystemExit: a refusal (status 1, after ``error: ...`` on stderr).
+    """
+    _, where = memory_settings(workspace, None if views is None else Path(views))
+    with memory_errors():
+        ws = open_workspace(where)
+        try:
+            show_status(ws, store(), full=full, json=json)
+        finally:
+            ws.close()
+
+
+def when(micros: int) -> str:
+    """A workspace time (integer microseconds since the epoch) as ``YYYY-MM-DD HH:MM:SS`` in UTC."""
+    return datetime.fromtimestamp(micros / 1e6, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def show_status(ws: MemoryWorkspace, store: BaseStore, *, full: bool, json: bool) -> None:
+    """Print the workspace id, record and source counts, pending turns per session, last failure.
+
+    Deletions whose grace period is over are purged first.
+
+    Args:
+        ws: The open workspace.
+        store: The session store (for the pending turns).
+        full: Whole ids instead of their short forms.
+        json: One JSON object instead of the tables.
+    """
+    from rich import box
+    from rich.table import Table
+
+    from memory.reading import workspace_status
+    from memory.tombstones import purge_expired
+
+    purge_expired(ws)
+    st = workspace_status(ws, store)
+    if json:
+        _dump(
+            {
+                "workspace_id": st.workspace_id,
+                "path": st.path,
+                "revision": st.revision,
+                "records": st.records,
+                "topics": st.topics,
+                "sources": st.sources,
+                "tombstones": st.tombstones,
+                "pending": [{"session_id": s, "title": t, "pending": n} for s, t, n in st.pending],
+                "last_failure": (
+                    dict(zip(("session_id", "reason", "at"), st.last_failure, strict=True))
+                    if st.last_failure
+                    else None
+                ),
+            }
+        )
+        return
+    table = Table(show_header=False, box=None)
+    failure = st.last_failure
+    for key, value in (
+        ("workspace", f"{st.workspace_id} ({st.path})"),
+        ("revision", str(st.revision)),
+        ("records", f"{st.records} in {st.topics} topic(s)"),
+        ("sources", f"{st.sources} archived turn(s)"),
+        ("deleted", f"{st.tombstones} inside their grace period"),
+        (
+            "last failure",
+            f"{failure[1]} in session {failure[0]} at {when(failure[2])} UTC"
+            if failure
+            else "none",
+        ),
+    ):
+        table.add_row(f"[bold]{key}[/]", markup(value))
+    console = _console()
+    console.print(table)
+    if st.pending:
+        names = session_short_forms(store)
+        pend = Table(box=box.SIMPLE_HEAD)
+        shown = [sid if full else names.get(sid, sid) for sid, *_ in st.pending]
+        id_column(pend, "session", shown, full)
+        pend.add_column("pending", justify="right", no_wrap=True, min_width=7)
+        pend.add_column("title", ratio=1, min_width=10)
+        for sid, title, n in st.pending:
+            pend.add_row(markup(sid if full else names.get(sid, sid)), str(n), markup(title))
+        console.print(pend)
+    console.print(
+        f"{sum(n for *_, n in st.pending)} pending turn(s) in {len(st.pending)} session(s)"
+    )
