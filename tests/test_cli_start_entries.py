@@ -123,6 +123,10 @@ def register(app):
     @app.command("greet")
     def greet(name: str) -> None:
         print(f"greetings {name}")
+
+    @app.command("broken")
+    def broken() -> None:
+        print("typer ran it")
 """
 
 
@@ -136,9 +140,11 @@ def plugin(tmp_path: Path) -> Path:
         """
         [sessiongraph.quick]
         hello = hello_plugin:HELLO
+        broken = hello_plugin:NO_SUCH_DESCRIPTION
 
         [sessiongraph.cli]
         greet = hello_plugin:register
+        broken = hello_plugin:register
         """,
     )
     (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: hello-plugin\nVersion: 1.0\n")
@@ -177,6 +183,9 @@ def test_another_package_s_commands_are_found_by_the_full_scan(
     typed = _run(plugin, db, "greet", "you")
     assert typed.returncode == 0, typed.stderr
     assert typed.stdout.splitlines()[0] == "greetings you"
+    broken = _run(plugin, db, "broken")  # a description that does not load: typer runs it
+    assert broken.returncode == 0, broken.stderr
+    assert broken.stdout.splitlines()[0] == "typer ran it"
     gone = _run(None, db, "hello", "you")  # the package removed: the next start no longer knows it
     assert gone.returncode == 2 and "No such command 'hello'" in gone.stderr
 

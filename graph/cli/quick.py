@@ -488,8 +488,9 @@ def quick_command(name: str) -> QuickCommand | None:
 
     This distribution's own entry points are read from its metadata alone
     (:func:`graph.cli.entries.load_named`); the graph's own commands look for none, nor do the
-    commands this distribution adds without a quick form (``memory``): only a command another
-    package adds costs the scan of every installed distribution's entry points.
+    commands this distribution adds without a quick form: only a command another package adds
+    costs the scan of every installed distribution's entry points. A description that cannot be
+    loaded (its module fails to import, or lacks it) leaves the command to typer.
     """
     if name == SESSIONS.name:
         return SESSIONS
@@ -500,7 +501,11 @@ def quick_command(name: str) -> QuickCommand | None:
     own = own_entry_points("sessiongraph.cli")
     if own is not None and name in own and name not in (own_entry_points(QUICK) or {}):
         return None  # a command of this distribution with no quick form: typer's
-    for found in load_named(QUICK, name)[:1]:
+    try:
+        loaded = load_named(QUICK, name)
+    except (ImportError, AttributeError):  # a package half installed: typer reports it its way
+        return None
+    for found in loaded[:1]:
         described = isinstance(found, QuickCommand) and found.name.partition(" ")[0] == name
         return found if described else None
     return None
