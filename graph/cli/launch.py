@@ -1,8 +1,8 @@
 """The ``sessiongraph`` console script: answers ``--version`` at once, else runs :mod:`graph.cli.commands`.
 
 Kept apart from :mod:`graph.cli.commands` so that printing the version loads neither typer, rich, pydantic
-nor the stores, and the plain forms of ``sessions``, ``recent``, ``read`` and ``latest`` load no typer
-(:mod:`graph.cli.quick`).
+nor the stores, and the plain forms of ``sessions``, ``recent``, ``read``, ``latest`` and
+``memory status`` load no typer (:mod:`graph.cli.quick`).
 """
 
 from __future__ import annotations
