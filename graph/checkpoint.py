@@ -67,7 +67,8 @@ import builtins
 import random
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -168,6 +169,10 @@ def _saved(row: _Row) -> _Saved:
     )
 
 
+_History = tuple[tuple[_Saved, ...], dict[tuple[str, str, str], list[_Write]]]
+"""The checkpoints of a list, greatest id first, and the writes of each by its key."""
+
+
 class _Payloads:
     """Where a store keeps checkpoint payloads and pending writes (SQLite tables or dicts)."""
 
@@ -207,6 +212,18 @@ class _Payloads:
             return None
         key = (thread, ns, row.checkpoint_id)
         return _saved(row), self.writes([key]).get(key, [])
+
+    def history(
+        self,
+        thread: str | None,
+        ns: str | None,
+        cid: str | None,
+        before: str | None,
+        limit: int | None,
+    ) -> _History:
+        """What :meth:`saved` yields for these arguments, and the writes of each checkpoint."""
+        saved = tuple(self.saved(thread, ns, cid, before, limit))
+        return saved, self.writes([(r.thread_id, r.checkpoint_ns, r.checkpoint_id) for r in saved])
 
     def namespaces(self, thread: str) -> list[str]:
         raise NotImplementedError
@@ -295,6 +312,63 @@ _POSTGRES = _Dialect(
 )
 
 
+class _ReadCache:
+    """Rows read from the payload tables, kept while nothing stored changes (at most ``size`` bytes).
+
+    A read's answer is kept under the store's change mark
+    (:meth:`~graph.store.base.BaseStore._change_mark`: on SQLite the header of the shared WAL
+    index, which every commit of every connection rewrites, read in well under a microsecond).
+    While the mark stands, no connection has committed since, so the kept rows are what the tables
+    hold; when it moves, or the store cannot give one (a transaction open, PostgreSQL), everything
+    kept is dropped and reads go to the tables. Only rows are kept (bytes in immutable tuples):
+    every read still decodes its own objects, so callers never share a mutable state.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        """Bytes of payloads kept at most; an answer over a quarter of it is not kept."""
+        self.mark: int | None = None
+        self.kept: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self.held = 0
+
+    def usable(self, mark: int | None) -> bool:
+        """Whether kept answers hold under ``mark``; drops them when it moved."""
+        if mark != self.mark or mark is None:
+            self.drop()
+            self.mark = mark
+        return mark is not None
+
+    def get(self, key: Hashable) -> Any:
+        got = self.kept.get(key)
+        if got is None:
+            return None
+        self.kept.move_to_end(key)
+        return got[0]
+
+    def put(self, key: Hashable, value: Any, size: int) -> None:
+        if size > self.size // 4:
+            return
+        self.kept[key] = (value, size)
+        self.held += size
+        while self.held > self.size:
+            _, (_, dropped) = self.kept.popitem(last=False)
+            self.held -= dropped
+
+    def drop(self) -> None:
+        self.kept.clear()
+        self.held = 0
+
+
+def _bytes_of(saved: Iterable[_Saved], writes: Iterable[Iterable[_Write]]) -> int:
+    return sum(len(r.checkpoint) + len(r.metadata) + 200 for r in saved) + sum(
+        len(w.value) + 100 for ws in writes for w in ws
+    )
+
+
+_CACHE_BYTES = 16 << 20
+"""What the read cache of one saver on SQLite keeps at most: 16 MiB of payloads."""
+
+
 class _SqlPayloads(_Payloads):
     """Two tables beside the store's own, written on its connection inside its transaction.
 
@@ -315,6 +389,8 @@ class _SqlPayloads(_Payloads):
         self.dialect = dialect
         self.translated = translated
         """The store's own translation of driver errors (StoreBusyError when only a lock waited)."""
+        self.store = store
+        self.cache = _ReadCache(_CACHE_BYTES)
         blob = dialect.blob
         with store.atomic():
             if dialect.lock is not None:
@@ -365,6 +441,36 @@ class _SqlPayloads(_Payloads):
         return _row(got[0]) if got else None
 
     def read(
+        self, thread: str, ns: str, cid: str | None
+    ) -> tuple[_Saved, builtins.list[_Write]] | None:
+        """The checkpoint's row and its writes, as kept (:class:`_ReadCache`) or read afresh."""
+        usable = self.cache.usable(self.store._change_mark())
+        key = ("read", thread, ns, cid)
+        got: tuple[_Saved, builtins.list[_Write]] | None = self.cache.get(key) if usable else None
+        if got is None:
+            got = self._read(thread, ns, cid)
+            if usable and got is not None:
+                self.cache.put(key, got, _bytes_of((got[0],), (got[1],)))
+        return got
+
+    def history(
+        self,
+        thread: str | None,
+        ns: str | None,
+        cid: str | None,
+        before: str | None,
+        limit: int | None,
+    ) -> _History:
+        usable = self.cache.usable(self.store._change_mark())
+        key = ("history", thread, ns, cid, before, limit)
+        got: _History | None = self.cache.get(key) if usable else None
+        if got is None:
+            got = super().history(thread, ns, cid, before, limit)
+            if usable:
+                self.cache.put(key, got, _bytes_of(got[0], got[1].values()))
+        return got
+
+    def _read(
         self, thread: str, ns: str, cid: str | None
     ) -> tuple[_Saved, builtins.list[_Write]] | None:
         """One statement: the checkpoint's row (tagged 0) and its writes (tagged 1)."""
@@ -789,8 +895,12 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         cid = conf.get("checkpoint_id")
         before_id = get_checkpoint_id(before) if before else None
         with self._lock:
+            # Without a filter the limit is the query's; with one, metadata decides first.
+            rows, writes = self._payloads.history(
+                thread, ns, cid, before_id, None if filter else limit
+            )
             picked: builtins.list[tuple[_Saved, Any]] = []
-            for row in self._payloads.saved(thread, ns, cid, before_id):
+            for row in rows:
                 if limit is not None and len(picked) >= limit:
                     break
                 meta = self._codec.loads(row.metadata_type, row.metadata)
@@ -798,7 +908,6 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                     continue
                 picked.append((row, meta))
             keys = [(r.thread_id, r.checkpoint_ns, r.checkpoint_id) for r, _ in picked]
-            writes = self._payloads.writes(keys)
         # Decoded one at a time as the caller asks: a caller that drops each tuple before the next
         # never holds a thread's whole history decoded (its messages made the collector's passes
         # over the live objects cost more than the decoding: 1.4 s against 0.4 s for 500 checkpoints).
