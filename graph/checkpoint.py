@@ -49,6 +49,13 @@ The mapping:
   encode and reads decode them as the serializer does, byte for byte, each distinct message once
   (:class:`~graph.checkpoint_memo.MessageMemo`).
 
+Reads on SQLite keep the rows they read (at most 16 MiB of payloads per saver) while nothing stored
+changes: every commit of any connection rewrites the header of the file's shared WAL index, which a
+read checks first (well under a microsecond), and any change, rollback or open transaction sends
+reads back to the tables. A repeated ``get_tuple`` or ``list`` (a UI polling ``get_state``, a
+history page) skips its query; every read still decodes its own objects. PostgreSQL and the
+in-memory store read afresh each time.
+
 Deletion: ``delete_thread`` and ``prune(strategy="delete")`` delete the thread's sessions
 (:meth:`~graph.store.base.BaseStore.delete_session`). ``delete_for_runs`` and ``prune(strategy=
 "keep_latest")`` delete checkpoint payloads and their writes but keep the nodes, which are the
