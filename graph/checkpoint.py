@@ -76,7 +76,7 @@ import sys
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple, cast
@@ -96,10 +96,10 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from graph.checkpoint_memo import MessageMemo
-from graph.errors import DuplicateSessionError, GraphError, InvalidWriteError
+from graph.errors import CodecError, DuplicateSessionError, GraphError, InvalidWriteError
 from graph.ids import NodeId, SessionId
 from graph.models import Kind, Node, Role
-from graph.store.base import HEAD, BaseStore
+from graph.store.base import HEAD, BaseStore, paused_gc
 from graph.store.in_memory import MemorySessionStore
 from graph.store.sqlite import SessionStore
 from graph.store.sqlite import _translated as sqlite_translated
@@ -771,6 +771,19 @@ def _when(ts: str) -> datetime | None:
         return None
 
 
+@contextmanager
+def _decoding(row: _Saved) -> Iterator[None]:
+    """Raise the serializer's failure to decode ``row``'s payloads as a CodecError naming it."""
+    try:
+        yield
+    except Exception as e:  # the serializer's own errors, whatever their kind
+        where = f"thread {row.thread_id!r} namespace {row.checkpoint_ns!r}"
+        raise CodecError(
+            f"the stored payloads of checkpoint {row.checkpoint_id!r} ({where})",
+            f"{type(e).__name__}: {e}",
+        ) from e
+
+
 class SessionGraphSaver(BaseCheckpointSaver[str]):
     """A LangGraph checkpointer that stores threads as session graphs (the mapping: module docstring).
 
@@ -859,20 +872,28 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                 }
             }
         pending = sorted(writes or (), key=lambda w: (w.task_path, w.task_id, w.idx))
-        return CheckpointTuple(
-            config=config,
-            checkpoint=self._codec.loads(row.type, row.checkpoint),
-            metadata=metadata
-            if metadata is not None
-            else self._codec.loads(row.metadata_type, row.metadata),
-            parent_config=parent,
-            pending_writes=[
-                (w.task_id, w.channel, self._codec.loads(w.type, w.value)) for w in pending
-            ],
-        )
+        # A state of many messages is thousands of new objects. Collections triggered while they
+        # are made would scan everything the caller already holds (a list() kept whole: every
+        # earlier tuple's messages): 0.9 s of a 1.1 s list of 500 checkpoints. Paused here, the
+        # next collection runs once after the tuple is made (the collector's count keeps growing).
+        loads = self._codec.loads
+        with paused_gc(), _decoding(row):
+            return CheckpointTuple(
+                config=config,
+                checkpoint=loads(row.type, row.checkpoint),
+                metadata=metadata
+                if metadata is not None
+                else loads(row.metadata_type, row.metadata),
+                parent_config=parent,
+                pending_writes=[(w.task_id, w.channel, loads(w.type, w.value)) for w in pending],
+            )
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Return the checkpoint of ``config`` (its ``checkpoint_id``, else the head), or None."""
+        """Return the checkpoint of ``config`` (its ``checkpoint_id``, else the head), or None.
+
+        Raises:
+            CodecError: a stored payload of that checkpoint does not decode (named in the message).
+        """
         conf = config["configurable"]
         thread, ns = str(conf["thread_id"]), conf.get("checkpoint_ns", "")
         cid = get_checkpoint_id(config)
@@ -895,6 +916,9 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             filter: Metadata keys that must equal these values.
             before: Only checkpoints with an id below this config's ``checkpoint_id``.
             limit: At most this many.
+
+        Raises:
+            CodecError: a stored payload of a listed checkpoint does not decode (named).
         """
         conf = config["configurable"] if config else {}
         thread = str(conf["thread_id"]) if conf.get("thread_id") is not None else None
@@ -910,7 +934,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             for row in rows:
                 if limit is not None and len(picked) >= limit:
                     break
-                meta = self._codec.loads(row.metadata_type, row.metadata)
+                with _decoding(row):
+                    meta = self._codec.loads(row.metadata_type, row.metadata)
                 if filter and any(meta.get(k) != v for k, v in filter.items()):
                     continue
                 picked.append((row, meta))

@@ -28,6 +28,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 
 from graph import SessionStore  # noqa: E402
 from graph.checkpoint import SessionGraphSaver  # noqa: E402
+from graph.errors import CodecError  # noqa: E402
 
 _THREAD: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
 
@@ -211,3 +212,30 @@ def test_two_savers_on_one_file_read_what_sqlite_saver_holds(
             ]
     for s in stores:
         s.close()
+
+
+@pytest.mark.parametrize("enabled", [True, False], ids=["collector on", "collector off"])
+def test_reads_leave_the_collector_as_they_found_it(tmp_path: Path, enabled: bool) -> None:
+    import gc
+
+    store = SessionStore(tmp_path / "s.db")
+    saver = SessionGraphSaver(store)
+    cid = _put(saver, 1, None)
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        assert saver.get_tuple(_THREAD) is not None and list(saver.list(_THREAD))
+        assert gc.isenabled() is enabled
+        with store.atomic():  # a payload that no longer decodes
+            store.conn.execute(
+                "UPDATE lg_checkpoints SET checkpoint = x'c1' WHERE checkpoint_id=?", (cid,)
+            )
+        with pytest.raises(CodecError, match=f"checkpoint '{cid}'.*thread 't'") as caught:
+            saver.get_tuple(_THREAD)
+        assert isinstance(caught.value, ValueError)
+        with pytest.raises(CodecError, match=f"checkpoint '{cid}'"):
+            list(saver.list(_THREAD))
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+    store.close()
