@@ -71,12 +71,13 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import gc
 import random
 import sys
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple, cast
@@ -99,7 +100,7 @@ from graph.checkpoint_memo import MessageMemo
 from graph.errors import CodecError, DuplicateSessionError, GraphError, InvalidWriteError
 from graph.ids import NodeId, SessionId
 from graph.models import Kind, Node, Role
-from graph.store.base import HEAD, BaseStore, paused_gc
+from graph.store.base import HEAD, BaseStore
 from graph.store.in_memory import MemorySessionStore
 from graph.store.sqlite import SessionStore
 from graph.store.sqlite import _translated as sqlite_translated
@@ -771,17 +772,17 @@ def _when(ts: str) -> datetime | None:
         return None
 
 
-@contextmanager
-def _decoding(row: _Saved) -> Iterator[None]:
-    """Raise the serializer's failure to decode ``row``'s payloads as a CodecError naming it."""
-    try:
-        yield
-    except Exception as e:  # the serializer's own errors, whatever their kind
-        where = f"thread {row.thread_id!r} namespace {row.checkpoint_ns!r}"
-        raise CodecError(
-            f"the stored payloads of checkpoint {row.checkpoint_id!r} ({where})",
-            f"{type(e).__name__}: {e}",
-        ) from e
+def _undecodable(row: _Saved, e: Exception) -> CodecError:
+    """The serializer's failure to decode ``row``'s payloads, as a CodecError naming the checkpoint."""
+    where = f"thread {row.thread_id!r} namespace {row.checkpoint_ns!r}"
+    return CodecError(
+        f"the stored payloads of checkpoint {row.checkpoint_id!r} ({where})",
+        f"{type(e).__name__}: {e}",
+    )
+
+
+_PAUSE_AT = 8192
+"""Bytes of a checkpoint payload from which its decoding pauses the collector (about 30 messages)."""
 
 
 class SessionGraphSaver(BaseCheckpointSaver[str]):
@@ -876,8 +877,11 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         # are made would scan everything the caller already holds (a list() kept whole: every
         # earlier tuple's messages): 0.9 s of a 1.1 s list of 500 checkpoints. Paused here, the
         # next collection runs once after the tuple is made (the collector's count keeps growing).
+        pause = len(row.checkpoint) >= _PAUSE_AT and gc.isenabled()
+        if pause:
+            gc.disable()
         loads = self._codec.loads
-        with paused_gc(), _decoding(row):
+        try:
             return CheckpointTuple(
                 config=config,
                 checkpoint=loads(row.type, row.checkpoint),
@@ -887,6 +891,11 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                 parent_config=parent,
                 pending_writes=[(w.task_id, w.channel, loads(w.type, w.value)) for w in pending],
             )
+        except Exception as e:  # the serializer's own errors, whatever their kind
+            raise _undecodable(row, e) from e
+        finally:
+            if pause:
+                gc.enable()
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Return the checkpoint of ``config`` (its ``checkpoint_id``, else the head), or None.
@@ -934,8 +943,10 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             for row in rows:
                 if limit is not None and len(picked) >= limit:
                     break
-                with _decoding(row):
+                try:
                     meta = self._codec.loads(row.metadata_type, row.metadata)
+                except Exception as e:  # the serializer's own errors, whatever their kind
+                    raise _undecodable(row, e) from e
                 if filter and any(meta.get(k) != v for k, v in filter.items()):
                     continue
                 picked.append((row, meta))

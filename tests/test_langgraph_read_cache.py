@@ -226,9 +226,10 @@ def test_reads_leave_the_collector_as_they_found_it(tmp_path: Path, enabled: boo
         (gc.enable if enabled else gc.disable)()
         assert saver.get_tuple(_THREAD) is not None and list(saver.list(_THREAD))
         assert gc.isenabled() is enabled
-        with store.atomic():  # a payload that no longer decodes
+        with store.atomic():  # a payload that no longer decodes, large enough to pause for
             store.conn.execute(
-                "UPDATE lg_checkpoints SET checkpoint = x'c1' WHERE checkpoint_id=?", (cid,)
+                "UPDATE lg_checkpoints SET checkpoint = ? WHERE checkpoint_id=?",
+                (b"\xc1" + bytes(100_000), cid),
             )
         with pytest.raises(CodecError, match=f"checkpoint '{cid}'.*thread 't'") as caught:
             saver.get_tuple(_THREAD)
