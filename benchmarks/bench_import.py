@@ -19,7 +19,8 @@ resuming from the stored offset, warm and cold, and the floor of parsing the new
 Peak memory: a Claude Code file of 2e4, 5e4 and 1e5 entries (quick mode: 5e3, 2e4 and 5e4)
 imported in a process of its own: the process's peak resident size during the import minus its
 resident size before it, beside the size of the session's index, with the growth per 1e4 entries
-(``--memory-only`` runs this part alone, ``--memory-sizes`` sets its sizes).
+(``--memory-only`` runs this part alone, ``--memory-sizes`` sets its sizes); then the middle size
+again with every text twenty times as long (the file's bytes grow, the entry count does not).
 """
 
 from __future__ import annotations
@@ -74,9 +75,14 @@ def _say(rng: random.Random) -> str:
     return " ".join(rng.choices(_WORDS, k=rng.randint(6, 30)))
 
 
-def claude_code_lines(n: int, seed: int = 1) -> list[dict[str, Any]]:
-    """``n`` Claude Code entries of one session."""
+def claude_code_lines(n: int, seed: int = 1, scale: int = 1) -> list[dict[str, Any]]:
+    """``n`` Claude Code entries of one session, each text (prompt, reply, tool output) ``scale`` times over."""
     rng = random.Random(seed)
+
+    def _say(rng: random.Random) -> str:
+        said = globals()["_say"](rng)
+        return " ".join([said] * scale) if scale > 1 else said
+
     sid = _uuid(rng)
     out: list[dict[str, Any]] = []
     prev: str | None = None
@@ -453,13 +459,18 @@ def _run_memory(bench: Bench, directory: Path, sizes: list[int]) -> None:
     file size. Each size's line says how much the figure grew per 10,000 more entries.
     """
     figures: list[tuple[int, float, float]] = []
-    for n in sizes:
-        path = directory / f"peak-{n}.jsonl"
+
+    def peak(n: int, scale: int = 1) -> tuple[Path, float, float, int]:
+        path = directory / f"peak-{n}-x{scale}.jsonl"
         # Written by a child too: the lines generated here would stay in this process's memory.
         subprocess.run(
-            [sys.executable, __file__, "--write-claude-code", str(n), str(path)], check=True
+            [sys.executable, __file__, "--write-claude-code", str(n), str(path), str(scale)],
+            check=True,
         )
-        mib, index, nodes = _peak_mib(path, scratch_db(directory, f"peak-{n}.db"))
+        return path, *_peak_mib(path, scratch_db(directory, f"peak-{n}-x{scale}.db"))
+
+    for n in sizes:
+        path, mib, index, nodes = peak(n)
         growth = ""
         if figures:
             n0, mib0, index0 = figures[-1]
@@ -491,13 +502,30 @@ def _run_memory(bench: Bench, directory: Path, sizes: list[int]) -> None:
         "<=",
         1.5,
     )
+    # The same entries with every text twenty times as long: the file's bytes grow, its entries not.
+    n, mib, index = figures[len(figures) // 2]
+    path, big, big_index, _ = peak(n, 20)
+    small_bytes = (directory / f"peak-{n}-x1.jsonl").stat().st_size
+    print(
+        f"peak memory, claude-code import of {n:,} entries with 20x texts"
+        f" ({path.stat().st_size / 2**20:.1f} MiB of file against {small_bytes / 2**20:.1f}):"
+        f" +{big:.0f} MiB, the index {big_index:.0f} MiB of it"
+    )
+    bench.target(
+        f"peak memory beyond the index, {n:,} entries, file bytes x{path.stat().st_size / small_bytes:.2g}"
+        " (the same entries, longer texts; flat is 1x)",
+        (big - big_index) / max(mib - index, 1.0),
+        "<=",
+        1.5,
+    )
 
 
 def main(argv: list[str] | None = None) -> dict[str, object]:
     """Run the import benchmarks and return the JSON-shaped results."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--write-claude-code"]:  # the memory runs' files, written in a child process
-        _write(Path(argv[2]), claude_code_lines(int(argv[1])))
+        scale = int(argv[3]) if len(argv) > 3 else 1
+        _write(Path(argv[2]), claude_code_lines(int(argv[1]), scale=scale))
         return {}
     args = parse_args(__doc__.splitlines()[0], argv, _memory_options)
     sizes = [200] if args.smoke else [2_000] if args.quick else [10_000, 100_000]

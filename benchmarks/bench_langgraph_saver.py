@@ -18,6 +18,9 @@ Compared, in the same run, round-robin:
   checkpoint; for SessionGraphSaver that includes the message nodes, the head move and the payloads;
 * ``get_tuple`` of the latest checkpoint of a thread (no ``checkpoint_id``);
 * ``get_tuple`` by id (ids spread over the history);
+* ``get_tuple`` and ``list`` again with SessionGraphSaver's read cache emptied before each call
+  ("rows read afresh": what a read right after any commit costs; the cache keeps rows read while
+  no connection commits, so repeated reads skip the query but still decode);
 * ``list`` of a thread (every checkpoint, decoded, with its writes), held whole as
   ``list(saver.list(...))`` holds it, and iterated with each tuple dropped once read (as a loop
   over ``get_state_history`` does): a caller holding a thread's whole history decoded makes the
@@ -375,6 +378,22 @@ def _compare(
 
         return go
 
+    cache = ours._payloads.cache
+
+    def afresh(configs: list[Any]) -> Callable[[], None]:
+        """Ours with its read cache emptied before each call, as after any commit."""
+
+        def go() -> None:
+            for c in configs:
+                cache.drop()
+                ours.get_tuple(c)
+
+        return go
+
+    def listed_afresh() -> None:
+        cache.drop()
+        list(ours.list(latest))
+
     def areads(saver: Any, configs: list[Any]) -> Callable[[], None]:
         async def many() -> None:
             for c in configs:
@@ -393,6 +412,7 @@ def _compare(
             per_thread,
             [
                 Alt("SessionGraphSaver.get_tuple", reads(ours, configs), per=n),
+                Alt("SessionGraphSaver.get_tuple, rows read afresh", afresh(configs), per=n),
                 Alt("SqliteSaver.get_tuple", reads(peer, configs), per=n),
                 Alt("AsyncSqliteSaver.aget_tuple", areads(apeer, configs), per=n),
                 Alt("SessionGraphSaver.aget_tuple", areads(ours, configs), per=n),
@@ -415,6 +435,7 @@ def _compare(
         per_thread,
         [
             Alt("SessionGraphSaver.list", lambda: list(ours.list(latest)), per=per_thread),
+            Alt("SessionGraphSaver.list, rows read afresh", listed_afresh, per=per_thread),
             Alt("SqliteSaver.list", lambda: list(peer.list(latest)), per=per_thread),
             Alt("AsyncSqliteSaver.alist", lambda: run(alist(apeer)), per=per_thread),
             Alt("SessionGraphSaver.alist", lambda: run(alist(ours)), per=per_thread),

@@ -1415,8 +1415,20 @@ class _Spec(NamedTuple):
 _NO_EXTRA: dict[str, Any] = {}
 """The extra metadata of a node no repair touched (shared by every such spec, never written to)."""
 
-_CHUNK = 2_000
-"""Nodes made into models and handed to the store at a time (one transaction holds every chunk)."""
+_CHUNK = 500
+"""Nodes made into models and handed to the store at a time (one transaction holds every chunk).
+
+A chunk's parsed entries and models are most of what an import holds beyond the rules' columns
+(about 4 KiB per node): 2,000 at a time peaked 7 MiB higher than 500, at the same CPU time.
+"""
+
+_CHUNK_BYTES = 512 << 10
+"""A chunk also ends once its entries span this many bytes of the file (long tool outputs), so what
+it holds follows the file's entries, not their size: 2e4 entries with texts 20 times as long (a
+file 4.7x the bytes) peaked 1.1x as high beyond the index (4 MiB: 2.2x)."""
+
+_PAUSE_GC_AT = 10_000
+"""Nodes from which an import's writing pauses the cyclic collector."""
 
 
 @dataclass
@@ -1440,6 +1452,8 @@ class _Specs:
     covers: dict[int, tuple[str, ...]] = field(default_factory=dict)
     ordered: bool = True
     """Whether every node comes after its predecessor when that is one of these nodes."""
+    where: Callable[[str], tuple[int, int, int]] | None = None
+    """uuid -> (line number, byte offset, part) of its entry, when the file was read slim."""
 
     def append(self, spec: _Spec) -> None:
         """Add ``spec`` after the others."""
@@ -1507,13 +1521,11 @@ class _Specs:
         n = len(self.uuids)
         links = self.links
         whens, ids, extra, covers = self.whens, self.node_ids, self.extra, self.covers
-        for start in range(0, n, _CHUNK):
-            part = self.uuids[start : start + _CHUNK]
-            preds = (
-                self.predecessors[start : start + _CHUNK]
-                if links is None
-                else [links[u] for u in part]
-            )
+        start = 0
+        while start < n:
+            end = self._chunk_end(start)
+            part = self.uuids[start:end]
+            preds = self.predecessors[start:end] if links is None else [links[u] for u in part]
             yield [
                 _Spec(
                     u,
@@ -1525,8 +1537,25 @@ class _Specs:
                 )
                 for i, (u, p) in enumerate(zip(part, preds, strict=True), start)
             ]
+            start = end
         if n == 0:
             yield []
+
+    def _chunk_end(self, start: int) -> int:
+        """Where the chunk from ``start`` ends: after :data:`_CHUNK` nodes, or before.
+
+        Fewer when its entries span :data:`_CHUNK_BYTES` of the file (by each entry's offset,
+        known when the file was read slim).
+        """
+        end = min(start + _CHUNK, len(self.uuids))
+        where = self.where
+        if where is None:
+            return end
+        first = where(self.uuids[start])[1]
+        for i in range(start + 1, end):
+            if abs(where(self.uuids[i])[1] - first) >= _CHUNK_BYTES:
+                return i
+        return end
 
 
 def _in_chunks(specs: list[_Spec]) -> list[list[_Spec]]:
@@ -1561,7 +1590,7 @@ def _write_specs(
     Only one chunk's models and rows are held at a time, so the memory an import needs beyond the
     parsed file does not grow with the number of nodes. The head moves with the last chunk.
     """
-    with paused_gc(len(specs) >= _CHUNK * 5):
+    with paused_gc(len(specs) >= _PAUSE_GC_AT):
         return _write_chunks(store, t, sid, specs.chunks(), head)
 
 
@@ -1663,7 +1692,7 @@ def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
         return apart.get(u, u)
 
     # (with no entry kept apart, a node's predecessor is its entry's: pred serves as the column)
-    new = _Specs(links=None if apart else pred)
+    new = _Specs(links=None if apart else pred, where=t.entries.where if t.slim else None)
     created: int | None = None
     when = 0  # each entry's time (microseconds since the epoch), as _times gives it
     entries, extras = t.entries, links.extra

@@ -473,6 +473,8 @@ class BaseStore(ABC):
         self._cache: dict[str, SessionIndex] = {}
         self._walked_cold: set[str] = set()
         self._decoded = DecodedNodes()
+        self._changes = 0
+        """Moves on every change :meth:`_note_changes` finds, commit and rollback (see :meth:`_change_mark`)."""
 
     # ---------------------------------------------------------------- persistence primitives
 
@@ -739,12 +741,24 @@ class BaseStore(ABC):
     def _note_changes(self) -> None:
         """Mark every cached index stale if anyone else may have written since the last check."""
         if self._db_changed():
+            self._changes += 1
             for idx in self._cache.values():
                 idx.stale = True
 
     def _forget(self) -> None:
         """Drop every cached index (after a rollback)."""
+        self._changes += 1
         self._cache.clear()
+
+    def _change_mark(self) -> int | None:
+        """A number that stays the same only while nothing stored changes, or None.
+
+        For caches kept beside the store's own index (the LangGraph saver's rows): what was read
+        under one mark is still what a read would return while the mark is unchanged, whoever
+        writes (this store object, another one, another process). None when the store cannot tell
+        cheaply or a transaction is open (its writes are not committed yet): then read afresh.
+        """
+        return None
 
     # ---------------------------------------------------------------- sessions
 

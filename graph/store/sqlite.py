@@ -531,6 +531,7 @@ class SessionStore(BaseStore):
             and os.pread(shm, _WAL_HEADER, 0) == before
         )
         self.conn.execute("COMMIT")
+        self._changes += 1
         if ours and shm is not None:
             after = os.pread(shm, _WAL_HEADER, 0)
             if _transactions(after) == (_transactions(before) + 1) % (1 << 32):
@@ -544,6 +545,17 @@ class SessionStore(BaseStore):
         self.conn.close()
 
     # ---------------------------------------------------------------- primitives
+
+    def _change_mark(self) -> int | None:
+        """The count of changes seen, after checking for other connections' commits (well under a microsecond).
+
+        Every commit of this store counts one (:meth:`_commit`), as does every rollback and every
+        change :meth:`_db_changed` finds; None while a transaction is open on the connection.
+        """
+        if self._depth or self.conn.in_transaction:
+            return None
+        self._note_changes()
+        return self._changes
 
     def _db_changed(self) -> bool:
         """Whether another connection may have committed since the last call.
