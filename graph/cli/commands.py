@@ -104,7 +104,7 @@ _VALUE = Annotated[str, typer.Option(help="The consumer's store id (the marker v
 def _console(stderr: bool = False) -> Console:
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False)
+    return Console(stderr=stderr, highlight=False, emoji=False)
 
 
 def _show_version(value: bool) -> None:

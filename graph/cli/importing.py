@@ -48,7 +48,7 @@ def _console(stderr: bool = False) -> Console:
     from rich.console import Console
 
     # On stderr every report line stays one line whatever the width (grep finds file and reason).
-    return Console(stderr=stderr, highlight=False, soft_wrap=stderr)
+    return Console(stderr=stderr, highlight=False, soft_wrap=stderr, emoji=False)
 
 
 def register(app: typer.Typer) -> None:

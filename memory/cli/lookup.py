@@ -43,7 +43,7 @@ _SESSION = Annotated[str, typer.Argument(help="Session id (or a unique prefix or
 def _console() -> Console:
     from rich.console import Console
 
-    return Console(highlight=False)
+    return Console(highlight=False, emoji=False)
 
 
 def _dump(data: Any) -> None:

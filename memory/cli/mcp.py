@@ -147,7 +147,7 @@ def mcp_command(
     from memory.mcp_server import build_server
     from memory.workspace import MemoryWorkspace
 
-    err = Console(stderr=True)
+    err = Console(stderr=True, emoji=False)
     paths = [] if no_follow else list(follow or default_locations())
     from graph.terminal import CommandLineError
     from memory.config import ConfigError, load_config, workspace_location

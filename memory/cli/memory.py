@@ -93,7 +93,7 @@ _BASE_URL = Annotated[
 def _console(stderr: bool = False) -> Console:
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False)
+    return Console(stderr=stderr, highlight=False, emoji=False)
 
 
 def default_workspace() -> Path:

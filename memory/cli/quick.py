@@ -104,7 +104,7 @@ _TEXT_WIDTH = 2_000
 def _console() -> Console:
     from rich.console import Console
 
-    return Console(highlight=False)
+    return Console(highlight=False, emoji=False)
 
 
 def _dump(data: Any) -> None:
