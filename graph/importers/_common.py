@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,12 +14,15 @@ from typing import Any
 from graph.ids import NodeId
 from graph.importers.jsonl import LineProblems
 from graph.importers.report import FileReport
-from graph.models import Content, ImageBlock, Session, TextBlock, content_text
+from graph.models import Content, ImageBlock, Node, Session, TextBlock, content_text
 from graph.store.base import BaseStore, paused_gc
 
 __all__ = [
+    "CHUNK",
     "EPOCH",
+    "add_chunked",
     "ensure_session",
+    "predecessors_first",
     "file_import",
     "holders",
     "image_block",
@@ -32,6 +36,56 @@ __all__ = [
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 """The time given to an entry that carries none and follows none."""
+
+CHUNK = 500
+"""Nodes made and handed to the store at a time by :func:`add_chunked`."""
+
+
+def predecessors_first(ids: Sequence[str], pred: Mapping[str, str | None]) -> list[int]:
+    """The positions of ``ids`` ordered so that each comes after its predecessor among them.
+
+    File order is kept wherever it already puts predecessors first. ``pred`` must hold no cycle
+    among ``ids`` (the format modules cut cycles first); a predecessor outside ``ids`` (stored
+    already, or none) places nothing.
+    """
+    at = {node_id: i for i, node_id in enumerate(ids)}
+    placed: set[int] = set()
+    order: list[int] = []
+    for i in range(len(ids)):
+        path = []
+        j: int | None = i
+        while j is not None and j not in placed:
+            placed.add(j)
+            path.append(j)
+            p = pred.get(ids[j])
+            j = at.get(p) if p is not None else None
+        order.extend(reversed(path))
+    return order
+
+
+def add_chunked(
+    store: BaseStore, session_id: str, nodes: Iterable[Node], *, head: str | None
+) -> int:
+    """Hand ``nodes`` to the store :data:`CHUNK` at a time; return how many were added.
+
+    ``nodes`` may be a generator: only one chunk's nodes are alive at once, so an import holds its
+    parsed entries, not every node model and row of the file as well. Each node must come after
+    its predecessor (or the predecessor be stored). The head moves to ``head`` with the last
+    chunk. Run it inside the import's transaction: the chunks are stored together or not at all.
+
+    Raises:
+        GraphError: the store refused a chunk (see
+            :meth:`~graph.store.base.BaseStore.add_nodes`); the caller's transaction rolls back.
+    """
+    added = 0
+    it = iter(nodes)
+    chunk = list(itertools.islice(it, CHUNK))
+    while True:
+        after = list(itertools.islice(it, CHUNK))
+        if not after:
+            return added + len(store.add_nodes(session_id, chunk, head=head))
+        added += len(store.add_nodes(session_id, chunk))
+        chunk = after
 
 
 @contextmanager

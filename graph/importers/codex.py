@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -73,6 +73,7 @@ import orjson
 from graph.importers._common import (
     EPOCH,
     Plan,
+    add_chunked,
     ensure_session,
     file_import,
     holders,
@@ -597,7 +598,7 @@ def _import(
     ]
     last = parse_time(_payload(items[0]).get("timestamp"), EPOCH)
     title = ""
-    new: list[Node] = []
+    planned: list[tuple[Line, str, Kind, Role, Content, str | None, tuple[str, ...], datetime]] = []
     pred: dict[str, str | None] = {}
     prev: str | None = None
     turns: list[str] = []  # the prompts on the current chain, oldest first
@@ -622,7 +623,9 @@ def _import(
         if kind is Kind.SUMMARY and p is not None:
             covers = _since_last_compaction(p, pred, known, covers_of)
             covers_of[node_id] = covers
-        new.append(_node(line, node_id, kind, role, content, p, sid, covers, last))
+        planned.append((line, node_id, kind, role, content, p, covers, last))
+    # Each item's node is made as its chunk is written (add_chunked): only its content is held.
+    new = (_node(x[0], x[1], x[2], x[3], x[4], x[5], sid, x[6], x[7]) for x in planned)
     existed = _exists(store, sid)
     session = store.session(sid) if existed else None
     seen = holders(store, [i for i in ids.ids if i])
@@ -762,7 +765,7 @@ def _resume(
     prev = st.get("prev")
     prev = prev if isinstance(prev, str) else None
     last = parse_time(st.get("time"), EPOCH)
-    nodes: list[Node] = []
+    planned: list[tuple[Line, str, Kind, Role, Content, str | None, datetime]] = []
     for j, line in enumerate(new):
         node_id = f"{sid}:{count + j}"
         last = parse_time(line.data.get("timestamp"), last)
@@ -770,13 +773,14 @@ def _resume(
         kind, role, content = _item(line, prompt)
         if kind is Kind.MESSAGE and role is Role.USER:
             title = title or preview(content)
-        nodes.append(_node(line, node_id, kind, role, content, prev, sid, (), last))
+        planned.append((line, node_id, kind, role, content, prev, last))
         prev = node_id
     report.session_ids.append(sid)
     if title and title != store.session(sid).title:
         store.update_session(sid, title=title)
-    if nodes:
-        report.nodes_added += len(store.add_nodes(sid, nodes, head=prev))
+    if planned:
+        nodes = (_node(x[0], x[1], x[2], x[3], x[4], x[5], sid, (), x[6]) for x in planned)
+        report.nodes_added += add_chunked(store, sid, nodes, head=prev)
     state = _state(sid, items, prompts, title=title, prev=prev, time=last, resumable=True)
     state["count"] = count + len(new)
     save_state(store, path, FORMAT, position, state)
@@ -825,7 +829,7 @@ def _write(
     ids: _Ids,
     root_meta: dict[str, Any],
     title: str,
-    new: list[Node],
+    new: Iterable[Node],
     prev: str | None,
     had_head: str | None,
     rollbacks: list[tuple[str, str]],
@@ -855,7 +859,7 @@ def _write(
             forks[own] = child | {"path": str(path), "cut": ids.cut}
             store.update_session(sid, metadata=dict(stored_meta) | {"forks": forks})
     head = prev if (sid == own or had_head is None or had_head.startswith(f"{own}:")) else had_head
-    report.nodes_added += len(store.add_nodes(sid, new, head=head))
+    report.nodes_added += add_chunked(store, sid, new, head=head)
     for kept, first in rollbacks:
         stamp_subtrees(store, sid, kept, [first])
 

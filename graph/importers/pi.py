@@ -54,7 +54,7 @@ Mapping (pi's session format: a header line, then entries linked by ``id``/``par
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -64,11 +64,13 @@ import orjson
 from graph.importers._common import (
     EPOCH,
     Plan,
+    add_chunked,
     ensure_session,
     file_import,
     holders,
     image_block,
     parse_time,
+    predecessors_first,
     preview,
     stored_ids,
     write_planned,
@@ -391,7 +393,7 @@ def _import(
         last = parse_time(e.data.get("timestamp"), last)
         times[ids[i]] = last
     named, prompted, title = _title(entries)
-    new: list[Node] = []
+    planned: dict[int, tuple[str, ...]] = {}  # position -> covers: the nodes made when written
     for i, e in enumerate(entries):
         node_id = ids[i]
         if node_id in known:
@@ -400,9 +402,27 @@ def _import(
         covers = _covers(e, i, ids, p, pred, known, covers_of, nid, bool(head_line), report)
         if covers:
             covers_of[node_id] = covers
-        new.append(
-            _node(e, node_id, raw_ids[node_id], p, sid, own, cut, dangling, times, covers, report)
-        )
+        if node_id in dangling:
+            report.dangling.append((node_id, dangling[node_id]))
+        planned[i] = covers
+
+    def nodes() -> Iterator[Node]:
+        for i in predecessors_first(ids, pred):
+            if i in planned:
+                node_id = ids[i]
+                yield _node(
+                    entries[i],
+                    node_id,
+                    raw_ids[node_id],
+                    pred[node_id],
+                    sid,
+                    own,
+                    cut,
+                    dangling,
+                    times,
+                    planned[i],
+                )
+
     existed = store.has_session(sid)
     state = {
         "session": sid,
@@ -431,7 +451,7 @@ def _import(
         head = ids[-1] if ids else None
         if sid != own and store.session(sid).head is not None:
             head = store.session(sid).head
-        report.nodes_added += len(store.add_nodes(sid, new, head=head))
+        report.nodes_added += add_chunked(store, sid, nodes(), head=head)
         save_state(store, path, FORMAT, position, state)
 
     return still_true, write
@@ -471,9 +491,8 @@ def _node(
     dangling: Mapping[str, str],
     times: Mapping[str, datetime],
     covers: tuple[str, ...],
-    report: FileReport,
 ) -> Node:
-    """The node of an entry (a dangling parent is reported here, once per node made)."""
+    """The node of an entry (its dangling parent, cycle cut and line in its metadata)."""
     meta: dict[str, Any] = {k: v for k, v in e.data.items() if k not in ("message", "parentId")}
     meta["entry_id"] = raw
     meta["line"] = e.number
@@ -483,7 +502,6 @@ def _node(
         meta["cycle_parent"] = cut[node_id]
     if node_id in dangling:
         meta["dangling_parent"] = dangling[node_id]
-        report.dangling.append((node_id, dangling[node_id]))
     kind, role, content, extra = _message(e.data)
     meta.update(extra)
     return Node(
@@ -572,16 +590,17 @@ def _resume(
     named, prompted, title = _title(entries)
     if not named and (st.get("named") or st.get("prompted")):
         title = ""  # the title a full import gives is the stored one
-    new = [
-        _node(e, i, raw_ids[i], pred[i], sid, sid, cut, dangling, times, (), report)
-        for i, e in zip(ids, entries, strict=True)
-        if i not in located
-    ]
+    report.dangling += [(i, dangling[i]) for i in ids if i not in located and i in dangling]
+    new = (
+        _node(entries[k], ids[k], raw_ids[ids[k]], pred[ids[k]], sid, sid, cut, dangling, times, ())
+        for k in predecessors_first(ids, pred)
+        if ids[k] not in located
+    )
     report.session_ids.append(sid)
     if title and title != store.session(sid).title:
         store.update_session(sid, title=title)
     if ids:
-        report.nodes_added += len(store.add_nodes(sid, new, head=ids[-1]))
+        report.nodes_added += add_chunked(store, sid, new, head=ids[-1])
     state = {
         **st,
         "time": last.isoformat(),
