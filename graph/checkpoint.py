@@ -80,7 +80,7 @@ from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Iterato
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 import orjson
 from langchain_core.runnables import RunnableConfig
@@ -320,6 +320,9 @@ _POSTGRES = _Dialect(
 )
 
 
+_T = TypeVar("_T")
+
+
 class _ReadCache:
     """Rows read from the payload tables, kept while nothing stored changes (at most ``size`` bytes).
 
@@ -339,19 +342,31 @@ class _ReadCache:
         self.kept: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self.held = 0
 
-    def usable(self, mark: int | None) -> bool:
-        """Whether kept answers hold under ``mark``; drops them when it moved."""
+    def through(
+        self,
+        mark: int | None,
+        key: Hashable,
+        read: Callable[[], _T | None],
+        size: Callable[[_T], int],
+    ) -> _T | None:
+        """The answer kept for ``key`` under ``mark``, else ``read()``'s (kept when not None).
+
+        A ``mark`` other than the last one drops everything kept first; None reads and keeps
+        nothing.
+        """
         if mark != self.mark or mark is None:
             self.drop()
             self.mark = mark
-        return mark is not None
-
-    def get(self, key: Hashable) -> Any:
+        if mark is None:
+            return read()
         got = self.kept.get(key)
-        if got is None:
-            return None
-        self.kept.move_to_end(key)
-        return got[0]
+        if got is not None:
+            self.kept.move_to_end(key)
+            return cast(_T, got[0])
+        answer = read()
+        if answer is not None:
+            self.put(key, answer, size(answer))
+        return answer
 
     def put(self, key: Hashable, value: Any, size: int) -> None:
         if size > self.size // 4:
@@ -452,14 +467,12 @@ class _SqlPayloads(_Payloads):
         self, thread: str, ns: str, cid: str | None
     ) -> tuple[_Saved, builtins.list[_Write]] | None:
         """The checkpoint's row and its writes, as kept (:class:`_ReadCache`) or read afresh."""
-        usable = self.cache.usable(self.store._change_mark())
-        key = ("read", thread, ns, cid)
-        got: tuple[_Saved, builtins.list[_Write]] | None = self.cache.get(key) if usable else None
-        if got is None:
-            got = self._read(thread, ns, cid)
-            if usable and got is not None:
-                self.cache.put(key, got, _bytes_of((got[0],), (got[1],)))
-        return got
+        return self.cache.through(
+            self.store._change_mark(),
+            ("read", thread, ns, cid),
+            lambda: self._read(thread, ns, cid),
+            lambda got: _bytes_of((got[0],), (got[1],)),
+        )
 
     def history(
         self,
@@ -469,14 +482,13 @@ class _SqlPayloads(_Payloads):
         before: str | None,
         limit: int | None,
     ) -> _History:
-        usable = self.cache.usable(self.store._change_mark())
-        key = ("history", thread, ns, cid, before, limit)
-        got: _History | None = self.cache.get(key) if usable else None
-        if got is None:
-            got = super().history(thread, ns, cid, before, limit)
-            if usable:
-                self.cache.put(key, got, _bytes_of(got[0], got[1].values()))
-        return got
+        got = self.cache.through(
+            self.store._change_mark(),
+            ("history", thread, ns, cid, before, limit),
+            lambda: super(_SqlPayloads, self).history(thread, ns, cid, before, limit),
+            lambda got: _bytes_of(got[0], got[1].values()),
+        )
+        return cast(_History, got)  # (a history is never None)
 
     def _read(
         self, thread: str, ns: str, cid: str | None
