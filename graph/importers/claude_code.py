@@ -1268,20 +1268,51 @@ def _copies(
 ) -> tuple[dict[str, str], dict[str, str]]:
     """Split entries another session holds into identical copies and conflicting ones.
 
+    An entry is a copy when it matches the held node (same predecessor, kind, role and content)
+    and its own predecessor is no entry kept apart: a copied prefix runs unbroken from its root.
+    An entry that only happens to match, after entries that differ (sanitized files whose ids are
+    placeholders shared across sessions, each with its own compaction boundary of the same
+    text), is kept apart with them rather than left out of its session.
+
     Returns:
-        (uuid -> holding session) of identical copies (same predecessor, kind, role and content: a
-        ``/branch`` or ``--fork-session`` copy, stored once, in its source), and (uuid -> the id the
-        entry is stored under here, ``<uuid>@<session>``) of conflicting ones, kept apart.
+        (uuid -> holding session) of identical copies (a ``/branch`` or ``--fork-session`` copy,
+        stored once, in its source), and (uuid -> the id the entry is stored under here,
+        ``<uuid>@<session>``) of conflicting ones, kept apart.
     """
     by_holder: dict[str, list[str]] = {}
     for u, holder in sorted(foreign.items(), key=lambda item: t.entries.number(item[0])):
         by_holder.setdefault(holder, []).append(u)
-    copied: dict[str, str] = {}
-    apart: dict[str, str] = {}
+    matches: dict[str, tuple[str, str | None]] = {}  # uuid -> (holder, recorded predecessor)
+    differ: dict[str, str] = {}  # uuid -> what differs
     with t.reading() as full:
         for holder, ids in by_holder.items():
-            _sort_copies(store, t, sid, holder, ids, full, copied, apart, report)
-    return copied, apart
+            _sort_copies(store, t, sid, holder, ids, full, matches, differ)
+    apart = {u: f"{u}@{sid}" for u in differ}
+    moved = True
+    while moved:  # bounded: each pass moves at least one entry out of ``matches``
+        moved = False
+        for u, (_, parent) in list(matches.items()):
+            if parent is not None and parent in apart:
+                del matches[u]
+                apart[u] = f"{u}@{sid}"
+                differ[u] = f"predecessor ({parent} is kept apart here)"
+                moved = True
+    for u in sorted(set(matches) | set(differ), key=t.entries.number):
+        holder = matches[u][0] if u in matches else foreign[u]
+        if u in matches:
+            report.dropped.append(
+                (t.entries.number(u), u, f"an identical copy of session {holder}'s node")
+            )
+        else:
+            report.relinked.append(
+                (
+                    t.entries.number(u),
+                    u,
+                    f"session {holder} holds this id with another {differ[u]}; "
+                    f"stored as {apart[u]}",
+                )
+            )
+    return {u: holder for u, (holder, _) in matches.items()}, apart
 
 
 def _sort_copies(
@@ -1291,11 +1322,14 @@ def _sort_copies(
     holder: str,
     ids: Sequence[str],
     full: Callable[[str], Line],
-    copied: dict[str, str],
-    apart: dict[str, str],
-    report: FileReport,
+    matches: dict[str, tuple[str, str | None]],
+    differ: dict[str, str],
 ) -> None:
-    """Sort the entries ``holder`` holds into ``copied`` and ``apart`` (see :func:`_copies`)."""
+    """Compare the entries ``holder`` holds with its nodes (see :func:`_copies`).
+
+    Fills ``matches`` (uuid -> (holder, the entry's predecessor)) with the identical ones and
+    ``differ`` (uuid -> what differs) with the others.
+    """
     for u, there in zip(ids, store.nodes(holder, ids), strict=True):
         parent = t.entries.field(u, "parentUuid")
         logical = t.entries.field(u, "logicalParentUuid")
@@ -1304,21 +1338,10 @@ def _sort_copies(
         here = _node(sid, full(u), None, EPOCH, {})
         same = (there.kind, there.role, there.content) == (here.kind, here.role, here.content)
         if same and there.predecessor == parent:
-            copied[u] = holder
-            report.dropped.append(
-                (t.entries.number(u), u, f"an identical copy of session {holder}'s node")
-            )
+            matches[u] = (holder, parent)
         else:
-            apart[u] = f"{u}@{sid}"
-            what = (
+            differ[u] = (
                 "content" if not same else f"predecessor ({parent} here, {there.predecessor} there)"
-            )
-            report.relinked.append(
-                (
-                    t.entries.number(u),
-                    u,
-                    f"session {holder} holds this id with another {what}; stored as {apart[u]}",
-                )
             )
 
 
