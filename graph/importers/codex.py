@@ -523,6 +523,7 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
             meta = items[first]
             payload = {**_payload(meta), "id": path.stem}
             items[first] = dataclasses.replace(meta, data={**meta.data, "payload": payload})
+        items = _without_self_forks(items, report)
         for line in items[:first]:
             problems.skipped.append((line.number, "item before the first session_meta"))
         items = items[first:]
@@ -539,6 +540,26 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
                 lambda: _import(store, path, items, prompts, report, position, has_meta),
             )
     return report
+
+
+def _without_self_forks(items: list[Line], report: FileReport) -> list[Line]:
+    """``items`` with each ``forked_from_id`` that names its own ``session_meta``'s id left out.
+
+    A thread is no fork of itself (a sanitizer or a faulty build wrote its own id there): read as
+    one, the stored nodes would be taken for a parent's copied prefix on the next import. The
+    report notes each line so changed.
+    """
+    out = []
+    for line in items:
+        p = _payload(line)
+        if _is_meta(line) and p.get("id") and p.get("forked_from_id") == p.get("id"):
+            report.notes.append(
+                f"line {line.number}: forked_from_id names the rollout itself; not a fork"
+            )
+            payload = {k: v for k, v in p.items() if k != "forked_from_id"}
+            line = dataclasses.replace(line, data={**line.data, "payload": payload})
+        out.append(line)
+    return out
 
 
 _TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
