@@ -76,7 +76,10 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
 
     Returns:
         The file's report: one session id per thread and namespace, nodes added; a checkpoint whose
-        payload cannot be decoded is left out and listed in ``skipped`` as (row number, reason).
+        payload cannot be decoded (a type tag the serializer does not know, metadata that is no JSON
+        object) is left out and listed in ``skipped`` as (row number, reason), and so is a pending
+        write whose index is no integer or whose value is no blob (its row number in ``writes``,
+        the reason saying "pending write").
 
     Raises:
         TranscriptError: the file is not a readable checkpoint database, or the ``langgraph`` extra
@@ -115,19 +118,33 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
             for number, (thread, ns, _cid, parent, type_, blob, meta) in enumerate(checkpoints, 1):
                 try:
                     metadata: Any = orjson.loads(meta) if meta else {}
+                    if not isinstance(metadata, dict):
+                        raise ValueError(f"metadata is no JSON object ({type(metadata).__name__})")
                     report.nodes_added += saver.put_stored(
-                        str(thread), ns or "", parent, (type_, bytes(blob)), metadata
+                        str(thread), ns or "", parent, (type_, bytes(blob)), cast(Any, metadata)
                     )
-                except (ValueError, TypeError, orjson.JSONDecodeError) as e:
+                # (the serializer raises NotImplementedError for a type tag it does not know)
+                except (ValueError, TypeError, NotImplementedError, orjson.JSONDecodeError) as e:
                     report.skipped.append((number, f"checkpoint {_cid}: {e}"))
                     continue
                 sid = session_id_of(str(thread), ns or "")
                 if sid not in report.session_ids:
                     report.session_ids.append(sid)
             grouped: dict[tuple[str, str, str], list[tuple[str, str, int, str, str, bytes]]] = {}
-            for thread, ns, cid, task, tpath, idx, channel, type_, value in writes:
+            for number, (thread, ns, cid, task, tpath, idx, channel, type_, value) in enumerate(
+                writes, 1
+            ):
+                if not isinstance(idx, int) or not isinstance(value, bytes):
+                    report.skipped.append(
+                        (
+                            number,
+                            f"pending write {number} (checkpoint {cid}, task {task}): "
+                            f"index {idx!r} is no integer or its value is no blob",
+                        )
+                    )
+                    continue
                 grouped.setdefault((str(thread), ns or "", cid), []).append(
-                    (task, tpath or "", int(idx), channel, type_, bytes(value))
+                    (task, tpath or "", idx, channel, type_, value)
                 )
             for (thread, ns, cid), ws in grouped.items():
                 saver.put_stored_writes(thread, ns, cid, ws)
