@@ -489,8 +489,13 @@ class SessionStore(BaseStore):
             yield
         except BaseException:
             self._depth -= 1
+            # SQLite may have rolled the whole transaction back itself (a full disk, SQLITE_FULL,
+            # and an interrupt do): then there is nothing to roll back, and trying would replace
+            # the error that says what happened.
             with _translated():
-                if outer:
+                if not self.conn.in_transaction:
+                    pass
+                elif outer:
                     self.conn.execute("ROLLBACK")
                 else:
                     self.conn.execute(f"ROLLBACK TO {name}")
