@@ -169,3 +169,50 @@ def dump_of(path: Path) -> dict[str, object]:
 
 
 Changer = Callable[[sqlite3.Connection], None]
+
+
+def _cid(saved: Path, offset: int) -> str:
+    c = sqlite3.connect(saved)
+    try:
+        (cid,) = c.execute(
+            "SELECT checkpoint_id FROM checkpoints WHERE thread_id = 't1'"
+            " ORDER BY checkpoint_id LIMIT 1 OFFSET ?",
+            (offset,),
+        ).fetchone()
+    finally:
+        c.close()
+    return str(cid)
+
+
+def test_a_checkpoint_whose_parent_is_missing_is_reported(saved: Path, tmp_path: Path) -> None:
+    third, missing = _cid(saved, 2), "1f000000-0000-6000-8000-000000000000"
+    path = _changed(
+        saved,
+        tmp_path,
+        f"UPDATE checkpoints SET parent_checkpoint_id = '{missing}' WHERE checkpoint_id = '{third}'",
+    )
+    report = import_file(MemorySessionStore(), path)
+    assert report.dangling == [(f"t1/{third}", f"t1/{missing}")]
+    assert report.skipped == []
+
+
+def test_a_checkpoint_that_is_its_own_parent_is_reported(saved: Path, tmp_path: Path) -> None:
+    third = _cid(saved, 2)
+    path = _changed(
+        saved,
+        tmp_path,
+        f"UPDATE checkpoints SET parent_checkpoint_id = checkpoint_id WHERE checkpoint_id = '{third}'",
+    )
+    report = import_file(MemorySessionStore(), path)
+    assert [(n, c) for n, c, _ in report.relinked] == [(3, f"t1/{third}")]
+    assert "its own parent" in report.relinked[0][2]
+
+
+def test_a_parent_stored_by_an_earlier_import_is_no_dangling_parent(
+    saved: Path, tmp_path: Path
+) -> None:
+    store = MemorySessionStore()
+    import_file(store, saved)
+    second = _cid(saved, 1)
+    path = _changed(saved, tmp_path, f"DELETE FROM checkpoints WHERE checkpoint_id = '{second}'")
+    assert import_file(store, path).dangling == []

@@ -79,7 +79,9 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
         payload cannot be decoded (a type tag the serializer does not know, metadata that is no JSON
         object) is left out and listed in ``skipped`` as (row number, reason), and so is a pending
         write whose index is no integer or whose value is no blob (its row number in ``writes``,
-        the reason saying "pending write").
+        the reason saying "pending write"). A checkpoint whose parent is in neither the file nor
+        the store is listed in ``dangling`` as (node id, the parent's node id), and one that is
+        its own parent in ``relinked``: the saver stores each as a root.
 
     Raises:
         TranscriptError: the file is not a readable checkpoint database, or the ``langgraph`` extra
@@ -130,6 +132,7 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
                 sid = session_id_of(str(thread), ns or "")
                 if sid not in report.session_ids:
                     report.session_ids.append(sid)
+            _report_links(store, [(str(r[0]), r[1] or "", r[2], r[3]) for r in checkpoints], report)
             grouped: dict[tuple[str, str, str], list[tuple[str, str, int, str, str, bytes]]] = {}
             for number, (thread, ns, cid, task, tpath, idx, channel, type_, value) in enumerate(
                 writes, 1
@@ -149,6 +152,35 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
             for (thread, ns, cid), ws in grouped.items():
                 saver.put_stored_writes(thread, ns, cid, ws)
     return report
+
+
+def _report_links(
+    store: BaseStore, checkpoints: list[tuple[str, str, str, str | None]], report: FileReport
+) -> None:
+    """Report the parent links the saver could not keep: the checkpoint became a root.
+
+    ``checkpoints`` holds ``(thread, namespace, checkpoint id, parent id)`` per row, in row order.
+    A checkpoint that is its own parent goes to ``report.relinked`` (row number, node id, why); one
+    whose parent is neither in the database nor stored (a row deleted, a database pruned) goes to
+    ``report.dangling`` as (node id, the parent's node id). A checkpoint's node id is
+    ``<session>/<checkpoint id>``.
+    """
+    from graph.checkpoint import session_id_of
+
+    held = {(thread, ns, cid) for thread, ns, cid, _ in checkpoints}
+    missing: dict[str, str] = {}
+    for number, (thread, ns, cid, parent) in enumerate(checkpoints, 1):
+        sid = session_id_of(thread, ns)
+        if not parent:
+            continue
+        if parent == cid:
+            report.relinked.append(
+                (number, f"{sid}/{cid}", "its own parent (a cycle of one); a root")
+            )
+        elif (thread, ns, parent) not in held:
+            missing[f"{sid}/{cid}"] = f"{sid}/{parent}"
+    stored = store.locate(missing.values()) if missing else {}
+    report.dangling += [(n, p) for n, p in missing.items() if p not in stored]
 
 
 def postgres_label(url: str) -> str:
@@ -257,6 +289,7 @@ def import_postgres(store: BaseStore, url: str) -> FileReport:
                 sid = session_id_of(str(thread), ns or "")
                 if sid not in report.session_ids:
                     report.session_ids.append(sid)
+            _report_links(store, [(str(r[0]), r[1] or "", r[2], r[3]) for r in checkpoints], report)
             grouped: dict[tuple[str, str, str], list[tuple[str, str, int, str, str, bytes]]] = {}
             for thread, ns, cid, task, tpath, idx, channel, type_, value in writes:
                 grouped.setdefault((str(thread), ns or "", cid), []).append(
