@@ -28,7 +28,8 @@ How entries become nodes:
   the tool result's ``toolUseResult.agentId``, ``agent_progress`` entries, or the prompt text), else
   to the main node the agent's first entry names as parent. The compaction agent
   (``agent-acompact-*``) is linked to its boundary's logical parent; hook reminders replayed into an
-  agent's file are artifacts.
+  agent's file are artifacts. An agent file imported before its trunk is a session of its own until
+  the trunk is imported, which links it as importing the trunk first would have.
 * Rewinds: a node with two or more user-prompt children (text typed by the user, not tool results,
   progress or meta entries) at different times is a rewind; every branch below it except the one
   holding the head (else the newest) is stamped rewound, as :meth:`BaseStore.rewind` does.
@@ -1353,7 +1354,8 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
 
     Re-importing changes nothing; a file that grew adds only its new entries (lines whose uuid is
     stored are not turned into nodes at all). An ``agent-*.jsonl`` file given alone is imported as a
-    spawned session of its trunk session when that is stored, else as a session of its own. Damage
+    spawned session of its trunk session when that is stored, else as a session of its own, which
+    the trunk's import links to the trunk later (:meth:`BaseStore.link_spawn`). Damage
     never stops the import: see the module docstring for what is repaired and reported.
 
     A file imported before is resumed from where that import stopped (:mod:`graph.importers.resume`):
@@ -2104,7 +2106,7 @@ def _import_spawned(
     meta = {"runtime": FORMAT, "path": str(t.path), "agent_id": agent_id}
     if not parent_nodes:
         meta["parent_session"] = parent_sid
-    ensure_session(
+    session = ensure_session(
         store,
         sid,
         title=preview(_content(first.data.get("message") or {})[0]),
@@ -2113,6 +2115,8 @@ def _import_spawned(
         spawned_from=spawned_from,
         parent_session=parent_sid if parent_nodes else None,
     )
+    if parent_nodes and session.parent_session is None:  # its file was imported before the trunk
+        store.link_spawn(sid, spawned_from, parent_sid)
     head = apart.get(head, head) if head is not None else None
     report.nodes_added += len(store.add_nodes(sid, new, head=head))
     report.session_ids.append(sid)

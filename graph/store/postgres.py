@@ -565,6 +565,15 @@ class PostgresSessionStore(BaseStore):
                     ),
                 )
 
+    def _db_set_spawn(self, session_id: str, spawned_from: str | None, parent_session: str) -> None:
+        with _translated():
+            meta = self._db_session(session_id).metadata
+            self.conn.execute(
+                "UPDATE sessions SET spawned_from = %s, parent_session = %s, runtime = %s,"
+                " project = %s WHERE id = %s",
+                (spawned_from, parent_session, *self._origin(meta, parent_session), session_id),
+            )
+
     def _bump(self, session_id: str) -> int:
         row = self.conn.execute(
             "UPDATE sessions SET rev = rev + 1 WHERE id = %s RETURNING rev", (session_id,)

@@ -891,6 +891,15 @@ class SessionStore(BaseStore):
                     ),
                 )
 
+    def _db_set_spawn(self, session_id: str, spawned_from: str | None, parent_session: str) -> None:
+        with _translated():
+            meta = self._db_session(session_id).metadata
+            self.conn.execute(
+                "UPDATE sessions SET spawned_from=?, parent_session=?, runtime=?, project=?"
+                " WHERE id=?",
+                (spawned_from, parent_session, *self._origin(meta, parent_session), session_id),
+            )
+
     def _db_update_session(self, session_id: str, head: str | None, updated_at: int | None) -> int:
         with _translated():
             if updated_at is None:
