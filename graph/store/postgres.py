@@ -663,7 +663,19 @@ class PostgresSessionStore(BaseStore):
                 )
 
     def _db_has_session(self, session_id: str) -> bool:
+        """Whether the session exists; inside a transaction, asked under a lock on its id.
+
+        A session that does not exist yet has no row to lock, so two transactions creating it
+        (two imports of one new transcript) would both see it missing and the second would fail
+        on its insert. The lock (a transaction-level advisory lock on the session id, released at
+        commit) makes the second wait for the first, and then see the session.
+        """
         with _translated():
+            if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                self.conn.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                    (f"sessiongraph session {self.schema or ''} {session_id}",),
+                )
             row = self.conn.execute(
                 "SELECT 1 FROM sessions WHERE id = %s", (session_id,)
             ).fetchone()
