@@ -1,7 +1,7 @@
 """Several processes appending, forking, rewinding, moving heads and marking one store at once.
 
 Each worker checks, inside the transaction of each rewind, that every node between the head it
-read and the rewind target was stamped (a rewind computed from an index that missed another
+read (under the session's lock) and the rewind target was stamped (a rewind computed from an index that missed another
 process's append would leave that append unstamped on the abandoned branch). Afterwards the store
 must hold every appended node once, only links inside a session, a head that exists, markers
 without gaps, and ``pending`` equal to the id-set answer on every tip. Both persistent backends.
@@ -54,8 +54,9 @@ WORKER = textwrap.dedent(
                     counts["fork"] += 1
                 elif op < 0.65:
                     with store.atomic():
-                        head = store.session(sid).head
-                        line = [n.id for n in store.branch(sid, head)]
+                        # the head's branch read under the session's lock (PostgreSQL's row lock,
+                        # SQLite's write lock): no other process moves the head before the commit
+                        line = [str(n) for n in store.branch_ids(sid)]
                         if len(line) > 1:
                             to = line[rng.randrange(0, len(line) - 1)]
                             store.rewind(sid, to)
