@@ -78,6 +78,7 @@ from graph.importers._common import (
     holders,
     parse_time,
     preview,
+    refuse_another_transcript,
     stamp_subtrees,
     stored_ids,
     write_planned,
@@ -623,6 +624,7 @@ def _import(
     prev: str | None = None
     turns: list[str] = []  # the prompts on the current chain, oldest first
     rollbacks: list[tuple[str, str]] = []  # (node kept, first prompt dropped)
+    stored: list[tuple[str, int, Kind, Role, Content]] = []  # entries the session holds
     for node_id, line, prompt in order:
         last = parse_time(line.data.get("timestamp"), last)
         kind, role, content = _item(line, prompt)
@@ -638,12 +640,15 @@ def _import(
         pred[node_id] = prev
         p, prev = prev, node_id
         if node_id in known:
+            stored.append((node_id, line.number, kind, role, content))
             continue
         covers: tuple[str, ...] = ()
         if kind is Kind.SUMMARY and p is not None:
             covers = _since_last_compaction(p, pred, known, covers_of)
             covers_of[node_id] = covers
         new.append(_node(line, node_id, kind, role, content, p, sid, covers, last))
+    if known and sid == own:
+        refuse_another_transcript(store, path, sid, stored, len(new))
     existed = _exists(store, sid)
     session = store.session(sid) if existed else None
     seen = holders(store, [i for i in ids.ids if i])
