@@ -89,3 +89,54 @@ def test_the_same_file_from_another_path_is_a_re_import(
     before = dump(store)
     assert importer(store, moved).nodes_added == 0
     assert dump(store) == before
+
+
+def _claude(path: Path, prefix: str, words: str) -> Path:
+    lines = []
+    for i in range(3):
+        role = "user" if i % 2 == 0 else "assistant"
+        lines.append(
+            {
+                "parentUuid": f"{prefix}{i - 1}" if i else None,
+                "isSidechain": False,
+                "type": role,
+                "sessionId": "[redacted]",
+                "uuid": f"{prefix}{i}",
+                "timestamp": f"2026-01-15T09:00:0{i}.000Z",
+                "message": {"role": role, "content": f"{words} {i}"},
+            }
+        )
+    path.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    return path
+
+
+def test_a_second_claude_conversation_under_the_same_placeholder_id_is_refused(
+    tmp_path: Path,
+) -> None:
+    from graph.importers import claude_code
+
+    first = _claude(tmp_path / "a.jsonl", "a", "one")
+    second = _claude(tmp_path / "b.jsonl", "b", "two")
+    store = MemorySessionStore()
+    claude_code.import_file(store, first)
+    before = dump(store)
+    with pytest.raises(TranscriptError) as e:
+        claude_code.import_file(store, second)
+    assert str(second) in str(e.value) and str(first) in str(e.value)
+    assert dump(store) == before
+
+
+def test_a_claude_file_continuing_the_stored_conversation_from_another_file_joins_it(
+    tmp_path: Path,
+) -> None:
+    from graph.importers import claude_code
+
+    first = _claude(tmp_path / "a.jsonl", "a", "one")
+    later = tmp_path / "resumed.jsonl"  # an older build's --resume: a new file, the same session
+    more = orjson.loads(first.read_bytes().splitlines()[-1])
+    more.update(uuid="a3", parentUuid="a2", type="user", message={"role": "user", "content": "on"})
+    later.write_bytes(orjson.dumps(more) + b"\n")
+    store = MemorySessionStore()
+    claude_code.import_file(store, first)
+    assert claude_code.import_file(store, later).nodes_added == 1
+    assert store.session("[redacted]").head == "a3"

@@ -1394,6 +1394,7 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
                 )
         if not is_agent_file(path):
             _check_one_conversation(t)
+            _check_same_conversation(store, t)
         alone = is_agent_file(path) and t.session_id != path.stem
         # The plan is worked out from reads, outside the write lock: the lock is held only to
         # check that what it read still holds, and to write it.
@@ -2268,6 +2269,39 @@ def _check_one_conversation(t: _Transcript) -> None:
                     f"line {line.number}: a conversation of another session ({current}) starts "
                     f"here: two sessions in one file",
                 )
+
+
+def _check_same_conversation(store: BaseStore, t: _Transcript) -> None:
+    """Refuse a file whose session is stored from another file sharing nothing with it.
+
+    Another file of one session (an older build's ``--resume`` wrote a new file) replays stored
+    entries or follows them. A file under a stored session id with no entry stored in that session
+    and no parent there is another conversation sharing the id (a sanitizer's placeholder in
+    place of every session id): joined to the stored session, the two would be one.
+
+    Raises:
+        TranscriptError: naming both files.
+    """
+    sid = t.session_id
+    if not t.entries or not store.has_session(sid):
+        return
+    other = store.session(sid).metadata.get("path")
+    if not isinstance(other, str) or other == str(t.path):
+        return
+    known = stored_ids(store, sid)
+    for u in t.entries:
+        if u in known or f"{u}@{sid}" in known:
+            return
+        for link in ("parentUuid", "logicalParentUuid"):
+            parent = t.entries.field(u, link)
+            if isinstance(parent, str) and parent in known:
+                return
+    raise TranscriptError(
+        t.path,
+        f"session {sid} is stored from {other}, which holds none of this file's entries nor "
+        "what they follow: two conversations with one session id (a placeholder?); nothing of "
+        f"{t.path} was stored",
+    )
 
 
 def _resumable(data: Mapping[str, Any], sid: str) -> bool:
