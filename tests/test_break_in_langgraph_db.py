@@ -216,3 +216,19 @@ def test_a_parent_stored_by_an_earlier_import_is_no_dangling_parent(
     second = _cid(saved, 1)
     path = _changed(saved, tmp_path, f"DELETE FROM checkpoints WHERE checkpoint_id = '{second}'")
     assert import_file(store, path).dangling == []
+
+
+def test_a_database_locked_by_a_writer_is_named_so(saved: Path, tmp_path: Path) -> None:
+    path = tmp_path / "locked.sqlite"
+    shutil.copy(saved, path)
+    writer = sqlite3.connect(path, isolation_level=None)
+    try:
+        writer.execute("PRAGMA journal_mode=DELETE")  # a saver without WAL locks out readers
+        writer.execute("BEGIN EXCLUSIVE")
+        writer.execute("DELETE FROM writes")
+        with pytest.raises(TranscriptError) as e:
+            import_file(MemorySessionStore(), path, "langgraph")
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert "locked" in str(e.value) and "not a LangGraph" not in str(e.value)

@@ -84,8 +84,8 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
         its own parent in ``relinked``: the saver stores each as a root.
 
     Raises:
-        TranscriptError: the file is not a readable checkpoint database, or the ``langgraph`` extra
-            is not installed.
+        TranscriptError: the file is not a readable checkpoint database, a writer keeps it locked
+            past the timeout (5 s), or the ``langgraph`` extra is not installed.
         GraphError: the store refused a write; nothing of the file was stored.
     """
     path = Path(path)
@@ -112,6 +112,12 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
             ).fetchall()
         finally:
             conn.close()
+    except sqlite3.OperationalError as e:
+        if "locked" in str(e):  # a saver writing it without WAL holds readers out
+            raise TranscriptError(
+                path, f"the database is locked by a writer (a saver at work?): {e}; try again"
+            ) from e
+        raise TranscriptError(path, f"not a LangGraph SqliteSaver database: {e}") from e
     except sqlite3.Error as e:
         raise TranscriptError(path, f"not a LangGraph SqliteSaver database: {e}") from e
     with file_import(path, FORMAT) as (report, _):
