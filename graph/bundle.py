@@ -24,7 +24,9 @@ type (``None``, booleans, integers, floats, strings, lists and string-keyed maps
 extension type, the msgpack ``Timestamp`` included, which msgpack decodes without asking), every field
 has the shape above (markers a map of maps, rewound a list of ids, and so on), and the import goes
 through the store's own checked writes in one transaction: nodes through ``add_nodes`` (predecessors,
-cycles, duplicates), heads, rewound stamps through ``rewind``, and markers through ``mark``; the
+cycles, duplicates), heads, rewound stamps through ``rewind``, spawn links (a session spawned from a
+node must name a node of its parent session when that session is stored or in the bundle), and
+markers through ``mark``; the
 ``memory`` provider's markers are checked with the memory eligibility, so a bundle whose markers leave
 a gap (an unmarked eligible turn above a marked one, which would hide turns from ``pending``) is
 refused with ``MarkerGapError`` (another provider's eligibility is not known here). Any refusal stores
@@ -329,7 +331,9 @@ def read_bundle(path: Path | str) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("format") != MAGIC.decode():
         raise BundleError(path, "not a session bundle (no format field)")
     version = data.get("version")
-    if not isinstance(version, int) or version > BUNDLE_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise BundleError(path, f"bundle version {version!r} is no version this package wrote")
+    if version > BUNDLE_VERSION:
         raise BundleError(path, f"bundle version {version!r} is newer than {BUNDLE_VERSION}")
     if not isinstance(data.get("sessions"), list):
         raise BundleError(path, "no sessions")
@@ -354,6 +358,30 @@ def _node(session_id: str, n: Mapping[str, Any]) -> Node:
     )
 
 
+def _check_spawn_link(store: BaseStore, path: Path | str, rec: Mapping[str, Any]) -> None:
+    """Refuse a session spawned from a node that is not its parent session's.
+
+    The link is checked once every session of the bundle is stored. A parent session neither
+    stored nor in the bundle (a sub-agent session exported on its own) leaves the link as it is,
+    to a node stored nowhere yet; a node stored in another session, or a parent session without
+    that node, is a link no store made.
+
+    Raises:
+        BundleError: naming the session, the node and its parent session.
+    """
+    node, parent = rec["spawned_from"], rec.get("parent_session")
+    holder = store.locate([node]).get(node)
+    if holder is None and (parent is None or not store.has_session(parent)):
+        return
+    if holder != parent:
+        where = f" (it is in session {holder!r})" if holder else ""
+        raise BundleError(
+            path,
+            f"session {rec['id']!r} is spawned from node {node!r}, which is no node of its "
+            f"parent session {parent!r}{where}",
+        )
+
+
 def import_bundle(store: BaseStore, path: Path | str) -> BundleReport:
     """Import a bundle in one transaction: sessions, nodes, heads, markers and rewound stamps.
 
@@ -362,17 +390,21 @@ def import_bundle(store: BaseStore, path: Path | str) -> BundleReport:
     checked again (a bundle is checked like any other write; see the module doc).
 
     Raises:
-        BundleError: the file is not a bundle this version reads.
+        BundleError: the file is not a bundle this version reads, or a session is spawned
+            from a node that is not its parent session's (stored or in the bundle).
         GraphError: the store refused a write (a node id held by another session, a marker gap:
             ``MarkerGapError``); nothing was stored.
     """
     data = read_bundle(path)
     report = BundleReport()
+    spawned: list[dict[str, Any]] = []
     try:
         with store.atomic():
             for rec in data["sessions"]:
                 sid = rec["id"]
                 if not store.has_session(sid):
+                    if rec.get("spawned_from"):
+                        spawned.append(rec)
                     store.create_session(
                         rec.get("title") or "",
                         id=sid,
@@ -398,6 +430,8 @@ def import_bundle(store: BaseStore, path: Path | str) -> BundleReport:
                     eligible = _MARKER_CHECK.get(provider, _NOTHING_ELIGIBLE)
                     report.markers += store.mark(sid, ids, provider, value, eligible)
                 report.session_ids.append(sid)
+            for rec in spawned:
+                _check_spawn_link(store, path, rec)
     except (KeyError, TypeError, ValueError, ValidationError) as e:
         if isinstance(e, GraphError):
             raise

@@ -13,8 +13,8 @@ from typing import Any
 
 from graph.ids import NodeId
 from graph.importers.jsonl import LineProblems
-from graph.importers.report import FileReport
-from graph.models import Content, ImageBlock, Node, Session, TextBlock, content_text
+from graph.importers.report import FileReport, TranscriptError
+from graph.models import Content, ImageBlock, Kind, Node, Role, Session, TextBlock, content_text
 from graph.store.base import BaseStore, paused_gc
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "image_block",
     "parse_time",
     "preview",
+    "refuse_another_transcript",
     "stamp_subtrees",
     "stored_ids",
     "text_blocks",
@@ -189,6 +190,52 @@ def ensure_session(
     if new_title is None and new_meta is None:
         return current
     return store.update_session(session_id, title=new_title, metadata=new_meta)
+
+
+def refuse_another_transcript(
+    store: BaseStore,
+    path: Path,
+    session_id: str,
+    stored_entries: Sequence[tuple[str, int, Kind, Role, Content]],
+    new_entries: int,
+) -> None:
+    """Refuse a file that names a stored session another file holds with other entries.
+
+    A session stored from another path is the same conversation read from a moved or copied file
+    when the entries both hold match. Two different conversations can share an id, though (a
+    sanitizer's placeholder in place of every session id): their entries get the same node ids,
+    and would be taken for the stored ones (or, holding none of them, be joined to that session).
+
+    Args:
+        store: The store.
+        path: The file being imported.
+        session_id: The session it names, stored already.
+        stored_entries: ``(node id, line number, kind, role, content)`` of each entry of the file
+            whose node id the session holds.
+        new_entries: How many entries of the file the session does not hold.
+
+    Raises:
+        TranscriptError: naming the file (and the first line that differs) and the other file.
+    """
+    other = store.session(session_id).metadata.get("path")
+    if not isinstance(other, str) or other == str(path):
+        return
+    why = f"two conversations with one session id (a placeholder?); nothing of {path} was stored"
+    if not stored_entries:
+        if new_entries:
+            raise TranscriptError(
+                path,
+                f"session {session_id} is stored from {other}, which holds none of its entries: {why}",
+            )
+        return
+    there = store.nodes(session_id, [e[0] for e in stored_entries])
+    for (node_id, number, kind, role, content), node in zip(stored_entries, there, strict=True):
+        if (kind, role, content) != (node.kind, node.role, node.content):
+            raise TranscriptError(
+                path,
+                f"line {number}: entry {node_id} differs from the one session {session_id} "
+                f"holds, stored from {other}: {why}",
+            )
 
 
 def stamp_subtrees(store: BaseStore, session_id: str, fork_point: str, children: list[str]) -> int:

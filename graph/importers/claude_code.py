@@ -28,7 +28,8 @@ How entries become nodes:
   the tool result's ``toolUseResult.agentId``, ``agent_progress`` entries, or the prompt text), else
   to the main node the agent's first entry names as parent. The compaction agent
   (``agent-acompact-*``) is linked to its boundary's logical parent; hook reminders replayed into an
-  agent's file are artifacts.
+  agent's file are artifacts. An agent file imported before its trunk is a session of its own until
+  the trunk is imported, which links it as importing the trunk first would have.
 * Rewinds: a node with two or more user-prompt children (text typed by the user, not tool results,
   progress or meta entries) at different times is a rewind; every branch below it except the one
   holding the head (else the newest) is stamped rewound, as :meth:`BaseStore.rewind` does.
@@ -1268,20 +1269,51 @@ def _copies(
 ) -> tuple[dict[str, str], dict[str, str]]:
     """Split entries another session holds into identical copies and conflicting ones.
 
+    An entry is a copy when it matches the held node (same predecessor, kind, role and content)
+    and its own predecessor is no entry kept apart: a copied prefix runs unbroken from its root.
+    An entry that only happens to match, after entries that differ (sanitized files whose ids are
+    placeholders shared across sessions, each with its own compaction boundary of the same
+    text), is kept apart with them rather than left out of its session.
+
     Returns:
-        (uuid -> holding session) of identical copies (same predecessor, kind, role and content: a
-        ``/branch`` or ``--fork-session`` copy, stored once, in its source), and (uuid -> the id the
-        entry is stored under here, ``<uuid>@<session>``) of conflicting ones, kept apart.
+        (uuid -> holding session) of identical copies (a ``/branch`` or ``--fork-session`` copy,
+        stored once, in its source), and (uuid -> the id the entry is stored under here,
+        ``<uuid>@<session>``) of conflicting ones, kept apart.
     """
     by_holder: dict[str, list[str]] = {}
     for u, holder in sorted(foreign.items(), key=lambda item: t.entries.number(item[0])):
         by_holder.setdefault(holder, []).append(u)
-    copied: dict[str, str] = {}
-    apart: dict[str, str] = {}
+    matches: dict[str, tuple[str, str | None]] = {}  # uuid -> (holder, recorded predecessor)
+    differ: dict[str, str] = {}  # uuid -> what differs
     with t.reading() as full:
         for holder, ids in by_holder.items():
-            _sort_copies(store, t, sid, holder, ids, full, copied, apart, report)
-    return copied, apart
+            _sort_copies(store, t, sid, holder, ids, full, matches, differ)
+    apart = {u: f"{u}@{sid}" for u in differ}
+    moved = True
+    while moved:  # bounded: each pass moves at least one entry out of ``matches``
+        moved = False
+        for u, (_, parent) in list(matches.items()):
+            if parent is not None and parent in apart:
+                del matches[u]
+                apart[u] = f"{u}@{sid}"
+                differ[u] = f"predecessor ({parent} is kept apart here)"
+                moved = True
+    for u in sorted(set(matches) | set(differ), key=t.entries.number):
+        holder = matches[u][0] if u in matches else foreign[u]
+        if u in matches:
+            report.dropped.append(
+                (t.entries.number(u), u, f"an identical copy of session {holder}'s node")
+            )
+        else:
+            report.relinked.append(
+                (
+                    t.entries.number(u),
+                    u,
+                    f"session {holder} holds this id with another {differ[u]}; "
+                    f"stored as {apart[u]}",
+                )
+            )
+    return {u: holder for u, (holder, _) in matches.items()}, apart
 
 
 def _sort_copies(
@@ -1291,11 +1323,14 @@ def _sort_copies(
     holder: str,
     ids: Sequence[str],
     full: Callable[[str], Line],
-    copied: dict[str, str],
-    apart: dict[str, str],
-    report: FileReport,
+    matches: dict[str, tuple[str, str | None]],
+    differ: dict[str, str],
 ) -> None:
-    """Sort the entries ``holder`` holds into ``copied`` and ``apart`` (see :func:`_copies`)."""
+    """Compare the entries ``holder`` holds with its nodes (see :func:`_copies`).
+
+    Fills ``matches`` (uuid -> (holder, the entry's predecessor)) with the identical ones and
+    ``differ`` (uuid -> what differs) with the others.
+    """
     for u, there in zip(ids, store.nodes(holder, ids), strict=True):
         parent = t.entries.field(u, "parentUuid")
         logical = t.entries.field(u, "logicalParentUuid")
@@ -1304,21 +1339,10 @@ def _sort_copies(
         here = _node(sid, full(u), None, EPOCH, {})
         same = (there.kind, there.role, there.content) == (here.kind, here.role, here.content)
         if same and there.predecessor == parent:
-            copied[u] = holder
-            report.dropped.append(
-                (t.entries.number(u), u, f"an identical copy of session {holder}'s node")
-            )
+            matches[u] = (holder, parent)
         else:
-            apart[u] = f"{u}@{sid}"
-            what = (
+            differ[u] = (
                 "content" if not same else f"predecessor ({parent} here, {there.predecessor} there)"
-            )
-            report.relinked.append(
-                (
-                    t.entries.number(u),
-                    u,
-                    f"session {holder} holds this id with another {what}; stored as {apart[u]}",
-                )
             )
 
 
@@ -1330,7 +1354,8 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
 
     Re-importing changes nothing; a file that grew adds only its new entries (lines whose uuid is
     stored are not turned into nodes at all). An ``agent-*.jsonl`` file given alone is imported as a
-    spawned session of its trunk session when that is stored, else as a session of its own. Damage
+    spawned session of its trunk session when that is stored, else as a session of its own, which
+    the trunk's import links to the trunk later (:meth:`BaseStore.link_spawn`). Damage
     never stops the import: see the module docstring for what is repaired and reported.
 
     A file imported before is resumed from where that import stopped (:mod:`graph.importers.resume`):
@@ -1369,6 +1394,7 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
                 )
         if not is_agent_file(path):
             _check_one_conversation(t)
+            _check_same_conversation(store, t)
         alone = is_agent_file(path) and t.session_id != path.stem
         # The plan is worked out from reads, outside the write lock: the lock is held only to
         # check that what it read still holds, and to write it.
@@ -2110,7 +2136,7 @@ def _import_spawned(
     meta = {"runtime": FORMAT, "path": str(t.path), "agent_id": agent_id}
     if not parent_nodes:
         meta["parent_session"] = parent_sid
-    ensure_session(
+    session = ensure_session(
         store,
         sid,
         title=preview(_content(first.data.get("message") or {})[0]),
@@ -2119,6 +2145,8 @@ def _import_spawned(
         spawned_from=spawned_from,
         parent_session=parent_sid if parent_nodes else None,
     )
+    if parent_nodes and session.parent_session is None:  # its file was imported before the trunk
+        store.link_spawn(sid, spawned_from, parent_sid)
     head = apart.get(head, head) if head is not None else None
     report.nodes_added += len(store.add_nodes(sid, new, head=head))
     report.session_ids.append(sid)
@@ -2270,6 +2298,39 @@ def _check_one_conversation(t: _Transcript) -> None:
                     f"line {line.number}: a conversation of another session ({current}) starts "
                     f"here: two sessions in one file",
                 )
+
+
+def _check_same_conversation(store: BaseStore, t: _Transcript) -> None:
+    """Refuse a file whose session is stored from another file sharing nothing with it.
+
+    Another file of one session (an older build's ``--resume`` wrote a new file) replays stored
+    entries or follows them. A file under a stored session id with no entry stored in that session
+    and no parent there is another conversation sharing the id (a sanitizer's placeholder in
+    place of every session id): joined to the stored session, the two would be one.
+
+    Raises:
+        TranscriptError: naming both files.
+    """
+    sid = t.session_id
+    if not t.entries or not store.has_session(sid):
+        return
+    other = store.session(sid).metadata.get("path")
+    if not isinstance(other, str) or other == str(t.path):
+        return
+    known = stored_ids(store, sid)
+    for u in t.entries:
+        if u in known or f"{u}@{sid}" in known:
+            return
+        for link in ("parentUuid", "logicalParentUuid"):
+            parent = t.entries.field(u, link)
+            if isinstance(parent, str) and parent in known:
+                return
+    raise TranscriptError(
+        t.path,
+        f"session {sid} is stored from {other}, which holds none of this file's entries nor "
+        "what they follow: two conversations with one session id (a placeholder?); nothing of "
+        f"{t.path} was stored",
+    )
 
 
 def _resumable(data: Mapping[str, Any], sid: str) -> bool:

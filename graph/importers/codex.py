@@ -79,6 +79,7 @@ from graph.importers._common import (
     holders,
     parse_time,
     preview,
+    refuse_another_transcript,
     stamp_subtrees,
     stored_ids,
     write_planned,
@@ -524,6 +525,7 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
             meta = items[first]
             payload = {**_payload(meta), "id": path.stem}
             items[first] = dataclasses.replace(meta, data={**meta.data, "payload": payload})
+        items = _without_self_forks(items, report)
         for line in items[:first]:
             problems.skipped.append((line.number, "item before the first session_meta"))
         items = items[first:]
@@ -540,6 +542,26 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
                 lambda: _import(store, path, items, prompts, report, position, has_meta),
             )
     return report
+
+
+def _without_self_forks(items: list[Line], report: FileReport) -> list[Line]:
+    """``items`` with each ``forked_from_id`` that names its own ``session_meta``'s id left out.
+
+    A thread is no fork of itself (a sanitizer or a faulty build wrote its own id there): read as
+    one, the stored nodes would be taken for a parent's copied prefix on the next import. The
+    report notes each line so changed.
+    """
+    out = []
+    for line in items:
+        p = _payload(line)
+        if _is_meta(line) and p.get("id") and p.get("forked_from_id") == p.get("id"):
+            report.notes.append(
+                f"line {line.number}: forked_from_id names the rollout itself; not a fork"
+            )
+            payload = {k: v for k, v in p.items() if k != "forked_from_id"}
+            line = dataclasses.replace(line, data={**line.data, "payload": payload})
+        out.append(line)
+    return out
 
 
 _TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
@@ -603,6 +625,7 @@ def _import(
     prev: str | None = None
     turns: list[str] = []  # the prompts on the current chain, oldest first
     rollbacks: list[tuple[str, str]] = []  # (node kept, first prompt dropped)
+    stored: list[tuple[str, int, Kind, Role, Content]] = []  # entries the session holds
     for node_id, line, prompt in order:
         last = parse_time(line.data.get("timestamp"), last)
         kind, role, content = _item(line, prompt)
@@ -618,12 +641,15 @@ def _import(
         pred[node_id] = prev
         p, prev = prev, node_id
         if node_id in known:
+            stored.append((node_id, line.number, kind, role, content))
             continue
         covers: tuple[str, ...] = ()
         if kind is Kind.SUMMARY and p is not None:
             covers = _since_last_compaction(p, pred, known, covers_of)
             covers_of[node_id] = covers
         planned.append((line, node_id, kind, role, content, p, covers, last))
+    if known and sid == own:
+        refuse_another_transcript(store, path, sid, stored, len(planned))
     # Each item's node is made as its chunk is written (add_chunked): only its content is held.
     new = (_node(x[0], x[1], x[2], x[3], x[4], x[5], sid, x[6], x[7]) for x in planned)
     existed = _exists(store, sid)

@@ -76,11 +76,16 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
 
     Returns:
         The file's report: one session id per thread and namespace, nodes added; a checkpoint whose
-        payload cannot be decoded is left out and listed in ``skipped`` as (row number, reason).
+        payload cannot be decoded (a type tag the serializer does not know, metadata that is no JSON
+        object) is left out and listed in ``skipped`` as (row number, reason), and so is a pending
+        write whose index is no integer or whose value is no blob (its row number in ``writes``,
+        the reason saying "pending write"). A checkpoint whose parent is in neither the file nor
+        the store is listed in ``dangling`` as (node id, the parent's node id), and one that is
+        its own parent in ``relinked``: the saver stores each as a root.
 
     Raises:
-        TranscriptError: the file is not a readable checkpoint database, or the ``langgraph`` extra
-            is not installed.
+        TranscriptError: the file is not a readable checkpoint database, a writer keeps it locked
+            past the timeout (5 s), or the ``langgraph`` extra is not installed.
         GraphError: the store refused a write; nothing of the file was stored.
     """
     path = Path(path)
@@ -107,6 +112,12 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
             ).fetchall()
         finally:
             conn.close()
+    except sqlite3.OperationalError as e:
+        if "locked" in str(e):  # a saver writing it without WAL holds readers out
+            raise TranscriptError(
+                path, f"the database is locked by a writer (a saver at work?): {e}; try again"
+            ) from e
+        raise TranscriptError(path, f"not a LangGraph SqliteSaver database: {e}") from e
     except sqlite3.Error as e:
         raise TranscriptError(path, f"not a LangGraph SqliteSaver database: {e}") from e
     with file_import(path, FORMAT) as (report, _):
@@ -115,23 +126,67 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
             for number, (thread, ns, _cid, parent, type_, blob, meta) in enumerate(checkpoints, 1):
                 try:
                     metadata: Any = orjson.loads(meta) if meta else {}
+                    if not isinstance(metadata, dict):
+                        raise ValueError(f"metadata is no JSON object ({type(metadata).__name__})")
                     report.nodes_added += saver.put_stored(
-                        str(thread), ns or "", parent, (type_, bytes(blob)), metadata
+                        str(thread), ns or "", parent, (type_, bytes(blob)), cast(Any, metadata)
                     )
-                except (ValueError, TypeError, orjson.JSONDecodeError) as e:
+                # (the serializer raises NotImplementedError for a type tag it does not know)
+                except (ValueError, TypeError, NotImplementedError, orjson.JSONDecodeError) as e:
                     report.skipped.append((number, f"checkpoint {_cid}: {e}"))
                     continue
                 sid = session_id_of(str(thread), ns or "")
                 if sid not in report.session_ids:
                     report.session_ids.append(sid)
+            _report_links(store, [(str(r[0]), r[1] or "", r[2], r[3]) for r in checkpoints], report)
             grouped: dict[tuple[str, str, str], list[tuple[str, str, int, str, str, bytes]]] = {}
-            for thread, ns, cid, task, tpath, idx, channel, type_, value in writes:
+            for number, (thread, ns, cid, task, tpath, idx, channel, type_, value) in enumerate(
+                writes, 1
+            ):
+                if not isinstance(idx, int) or not isinstance(value, bytes):
+                    report.skipped.append(
+                        (
+                            number,
+                            f"pending write {number} (checkpoint {cid}, task {task}): "
+                            f"index {idx!r} is no integer or its value is no blob",
+                        )
+                    )
+                    continue
                 grouped.setdefault((str(thread), ns or "", cid), []).append(
-                    (task, tpath or "", int(idx), channel, type_, bytes(value))
+                    (task, tpath or "", idx, channel, type_, value)
                 )
             for (thread, ns, cid), ws in grouped.items():
                 saver.put_stored_writes(thread, ns, cid, ws)
     return report
+
+
+def _report_links(
+    store: BaseStore, checkpoints: list[tuple[str, str, str, str | None]], report: FileReport
+) -> None:
+    """Report the parent links the saver could not keep: the checkpoint became a root.
+
+    ``checkpoints`` holds ``(thread, namespace, checkpoint id, parent id)`` per row, in row order.
+    A checkpoint that is its own parent goes to ``report.relinked`` (row number, node id, why); one
+    whose parent is neither in the database nor stored (a row deleted, a database pruned) goes to
+    ``report.dangling`` as (node id, the parent's node id). A checkpoint's node id is
+    ``<session>/<checkpoint id>``.
+    """
+    from graph.checkpoint import session_id_of
+
+    held = {(thread, ns, cid) for thread, ns, cid, _ in checkpoints}
+    missing: dict[str, str] = {}
+    for number, (thread, ns, cid, parent) in enumerate(checkpoints, 1):
+        sid = session_id_of(thread, ns)
+        if not parent:
+            continue
+        if parent == cid:
+            report.relinked.append(
+                (number, f"{sid}/{cid}", "its own parent (a cycle of one); a root")
+            )
+        elif (thread, ns, parent) not in held:
+            missing[f"{sid}/{cid}"] = f"{sid}/{parent}"
+    stored = store.locate(missing.values()) if missing else {}
+    report.dangling += [(n, p) for n, p in missing.items() if p not in stored]
 
 
 def postgres_label(url: str) -> str:
@@ -240,6 +295,7 @@ def import_postgres(store: BaseStore, url: str) -> FileReport:
                 sid = session_id_of(str(thread), ns or "")
                 if sid not in report.session_ids:
                     report.session_ids.append(sid)
+            _report_links(store, [(str(r[0]), r[1] or "", r[2], r[3]) for r in checkpoints], report)
             grouped: dict[tuple[str, str, str], list[tuple[str, str, int, str, str, bytes]]] = {}
             for thread, ns, cid, task, tpath, idx, channel, type_, value in writes:
                 grouped.setdefault((str(thread), ns or "", cid), []).append(

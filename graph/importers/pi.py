@@ -72,6 +72,7 @@ from graph.importers._common import (
     parse_time,
     predecessors_first,
     preview,
+    refuse_another_transcript,
     stored_ids,
     write_planned,
 )
@@ -361,6 +362,13 @@ def _import(
     report.skipped += repeats
     inside = set(ids)
     known = stored_ids(store, sid)
+    if known and sid == own:
+        stored = []
+        for node_id, e in zip(ids, entries, strict=True):
+            if node_id in known:
+                kind, role, content, _ = _message(e.data)
+                stored.append((node_id, e.number, kind, role, content))
+        refuse_another_transcript(store, path, sid, stored, len(ids) - len(stored))
     covers_of: dict[str, tuple[str, ...]] = dict(store.index(sid).covers) if known else {}
     pred: dict[str, str | None] = {}
     for i, e in enumerate(entries):

@@ -555,6 +555,10 @@ class BaseStore(ABC):
         """Replace the title and/or metadata (None leaves it); never touches ``updated_at``."""
 
     @abstractmethod
+    def _db_set_spawn(self, session_id: str, spawned_from: str | None, parent_session: str) -> None:
+        """Set the session's spawn link (and the runtime and project it takes from its parent)."""
+
+    @abstractmethod
     def _db_update_session(self, session_id: str, head: str | None, updated_at: int | None) -> int:
         """Set the head and bump the change counter; return the counter.
 
@@ -939,6 +943,41 @@ class BaseStore(ABC):
                 spawned_from=from_node,
                 parent_session=session_id,
             )
+
+    def link_spawn(self, session_id: str, from_node: str | None, parent_session: str) -> Session:
+        """Link a session stored without a spawn link to its parent session, and return it.
+
+        For importers: a sub-agent's transcript imported before its parent's is stored unlinked;
+        once the parent is stored, this gives it the link importing the parent first would have
+        given. A metadata-only write: ``updated_at`` and the head do not change. A session that
+        has a link already keeps it (nothing is written).
+
+        Args:
+            session_id: The spawned session.
+            from_node: The node of ``parent_session`` that started it; None when it is not known
+                (the session is then only tied to ``parent_session``).
+            parent_session: The session it was spawned from.
+
+        Raises:
+            UnknownSessionError: either session does not exist.
+            UnknownNodeError: ``from_node`` is not a node of ``parent_session``.
+            CycleError: ``parent_session`` is the session itself or was spawned from it.
+        """
+        with self.atomic():
+            session = self._db_session(session_id)
+            up: str | None = parent_session
+            seen: set[str] = set()
+            while up is not None and up not in seen:  # bounded: each session is visited once
+                if up == session_id:
+                    raise CycleError(from_node or session_id)
+                seen.add(up)
+                up = self._db_session(up).parent_session
+            if session.spawned_from is not None or session.parent_session is not None:
+                return session
+            if from_node is not None and from_node not in self._index(parent_session).pred:
+                raise UnknownNodeError(from_node, parent_session)
+            self._db_set_spawn(session_id, from_node, parent_session)
+            return self._db_session(session_id)
 
     def spawns(self, session_id: str) -> list[Session]:
         """Return the sessions spawned from nodes of ``session_id``, most recently updated first."""

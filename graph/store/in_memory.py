@@ -209,6 +209,13 @@ class MemorySessionStore(BaseStore):
         if metadata is not None:
             s["metadata"] = copy.deepcopy(metadata)
 
+    def _db_set_spawn(self, session_id: str, spawned_from: str | None, parent_session: str) -> None:
+        s = self._sessions[session_id]
+        old = dict(s)
+        self._log(lambda: s.update(old))
+        s["spawned_from"] = spawned_from
+        s["parent_session"] = parent_session
+
     def _db_update_session(self, session_id: str, head: str | None, updated_at: int | None) -> int:
         s = self._sessions[session_id]
         old = dict(s)

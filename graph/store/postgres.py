@@ -565,6 +565,15 @@ class PostgresSessionStore(BaseStore):
                     ),
                 )
 
+    def _db_set_spawn(self, session_id: str, spawned_from: str | None, parent_session: str) -> None:
+        with _translated():
+            meta = self._db_session(session_id).metadata
+            self.conn.execute(
+                "UPDATE sessions SET spawned_from = %s, parent_session = %s, runtime = %s,"
+                " project = %s WHERE id = %s",
+                (spawned_from, parent_session, *self._origin(meta, parent_session), session_id),
+            )
+
     def _bump(self, session_id: str) -> int:
         row = self.conn.execute(
             "UPDATE sessions SET rev = rev + 1 WHERE id = %s RETURNING rev", (session_id,)
@@ -654,7 +663,19 @@ class PostgresSessionStore(BaseStore):
                 )
 
     def _db_has_session(self, session_id: str) -> bool:
+        """Whether the session exists; inside a transaction, asked under a lock on its id.
+
+        A session that does not exist yet has no row to lock, so two transactions creating it
+        (two imports of one new transcript) would both see it missing and the second would fail
+        on its insert. The lock (a transaction-level advisory lock on the session id, released at
+        commit) makes the second wait for the first, and then see the session.
+        """
         with _translated():
+            if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                self.conn.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                    (f"sessiongraph session {self.schema or ''} {session_id}",),
+                )
             row = self.conn.execute(
                 "SELECT 1 FROM sessions WHERE id = %s", (session_id,)
             ).fetchone()

@@ -489,8 +489,13 @@ class SessionStore(BaseStore):
             yield
         except BaseException:
             self._depth -= 1
+            # SQLite may have rolled the whole transaction back itself (a full disk, SQLITE_FULL,
+            # and an interrupt do): then there is nothing to roll back, and trying would replace
+            # the error that says what happened.
             with _translated():
-                if outer:
+                if not self.conn.in_transaction:
+                    pass
+                elif outer:
                     self.conn.execute("ROLLBACK")
                 else:
                     self.conn.execute(f"ROLLBACK TO {name}")
@@ -897,6 +902,15 @@ class SessionStore(BaseStore):
                         session_id,
                     ),
                 )
+
+    def _db_set_spawn(self, session_id: str, spawned_from: str | None, parent_session: str) -> None:
+        with _translated():
+            meta = self._db_session(session_id).metadata
+            self.conn.execute(
+                "UPDATE sessions SET spawned_from=?, parent_session=?, runtime=?, project=?"
+                " WHERE id=?",
+                (spawned_from, parent_session, *self._origin(meta, parent_session), session_id),
+            )
 
     def _db_update_session(self, session_id: str, head: str | None, updated_at: int | None) -> int:
         with _translated():

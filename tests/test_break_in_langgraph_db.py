@@ -1,0 +1,234 @@
+"""A ``SqliteSaver`` database damaged or odd in the ways real ones are, imported.
+
+A checkpoint whose payload cannot be read (a type tag LangGraph's serializer does not know, a
+metadata column that is no JSON object) and a pending write whose row is not one (no value, an
+index that is no integer) are each left out and reported with their row; the rest of the file
+imports. Before, each of these failed the whole file with an untyped error
+(``NotImplementedError``, ``AttributeError``, ``TypeError``, ``ValueError``).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("langgraph.checkpoint.sqlite")
+
+from langchain_core.messages import AIMessage, HumanMessage  # noqa: E402
+from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
+from langgraph.graph import START, MessagesState, StateGraph  # noqa: E402
+
+from graph.importers import import_file  # noqa: E402
+from graph.importers.report import TranscriptError  # noqa: E402
+from graph.store.in_memory import MemorySessionStore  # noqa: E402
+from tests.importkit import dump  # noqa: E402
+
+__all__: list[str] = []
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real SqliteSaver file: two threads of three turns each."""
+    path = tmp_path_factory.mktemp("lg") / "checkpoints.sqlite"
+    conn = sqlite3.connect(path, check_same_thread=False)
+    saver = SqliteSaver(conn)
+
+    def bot(state: MessagesState) -> dict[str, list[AIMessage]]:
+        return {"messages": [AIMessage(content=f"reply {len(state['messages'])}")]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("bot", bot)
+    g.add_edge(START, "bot")
+    app = g.compile(checkpointer=saver)
+    for thread in ("t1", "t2"):
+        for i in range(3):
+            app.invoke(
+                {"messages": [HumanMessage(f"hi {i}")]}, {"configurable": {"thread_id": thread}}
+            )
+    conn.commit()
+    conn.close()
+    return path
+
+
+def _loose(c: sqlite3.Connection) -> None:
+    """The tables without their NOT NULL constraints (a hand-made or older database)."""
+    for table in ("checkpoints", "writes"):
+        c.execute(f"CREATE TABLE loose AS SELECT * FROM {table}")
+        c.execute(f"DROP TABLE {table}")
+        c.execute(f"ALTER TABLE loose RENAME TO {table}")
+
+
+def _changed(saved: Path, tmp_path: Path, *sql: str, loose: bool = False) -> Path:
+    path = tmp_path / "changed.sqlite"
+    shutil.copy(saved, path)
+    c = sqlite3.connect(path)
+    if loose:
+        _loose(c)
+    for q in sql:
+        c.execute(q)
+    c.commit()
+    c.close()
+    return path
+
+
+THIRD = "(SELECT checkpoint_id FROM checkpoints WHERE thread_id = 't1' ORDER BY checkpoint_id LIMIT 1 OFFSET 2)"
+
+CHECKPOINTS: dict[str, tuple[str, str]] = {
+    "unknown type tag": (
+        f"UPDATE checkpoints SET type = 'msgpack2' WHERE checkpoint_id = {THIRD}",
+        "msgpack2",
+    ),
+    "pickle without the fallback": (
+        f"UPDATE checkpoints SET type = 'pickle' WHERE checkpoint_id = {THIRD}",
+        "pickle",
+    ),
+    "empty type tag": (f"UPDATE checkpoints SET type = '' WHERE checkpoint_id = {THIRD}", "type"),
+    "metadata a JSON list": (
+        f"UPDATE checkpoints SET metadata = '[1, 2]' WHERE checkpoint_id = {THIRD}",
+        "metadata",
+    ),
+    "metadata JSON null": (
+        f"UPDATE checkpoints SET metadata = 'null' WHERE checkpoint_id = {THIRD}",
+        "metadata",
+    ),
+    "metadata a JSON string": (
+        f"UPDATE checkpoints SET metadata = '\"x\"' WHERE checkpoint_id = {THIRD}",
+        "metadata",
+    ),
+}
+
+
+@pytest.mark.parametrize("sql, why", list(CHECKPOINTS.values()), ids=list(CHECKPOINTS))
+def test_an_unreadable_checkpoint_is_skipped_and_reported(
+    saved: Path, tmp_path: Path, sql: str, why: str
+) -> None:
+    whole = MemorySessionStore()
+    base = import_file(whole, saved)
+    store = MemorySessionStore()
+    report = import_file(store, _changed(saved, tmp_path, sql))
+    assert [n for n, _ in report.skipped] == [3]
+    assert why in report.skipped[0][1]
+    assert report.session_ids == base.session_ids
+    assert dump(store)["t2"] == dump(whole)["t2"]  # the other thread is whole
+
+
+WRITES: dict[str, tuple[str, bool]] = {
+    "no value": ("UPDATE writes SET value = NULL WHERE rowid = 1", False),
+    "no index": ("UPDATE writes SET idx = NULL WHERE rowid = 1", True),
+    "an index that is text": ("UPDATE writes SET idx = 'x' WHERE rowid = 1", False),
+}
+
+
+@pytest.mark.parametrize("sql, loose", list(WRITES.values()), ids=list(WRITES))
+def test_an_unreadable_pending_write_is_skipped_and_reported(
+    saved: Path, tmp_path: Path, sql: str, loose: bool
+) -> None:
+    store = MemorySessionStore()
+    report = import_file(store, _changed(saved, tmp_path, sql, loose=loose))
+    assert len(report.skipped) == 1
+    assert "pending write" in report.skipped[0][1]
+    assert report.session_ids == ["t1", "t2"]
+    again = dump(store)
+    import_file(store, _changed(saved, tmp_path, sql, loose=loose))
+    assert dump(store) == again
+
+
+def test_a_file_whose_tables_lack_the_columns_is_refused_naming_it(
+    saved: Path, tmp_path: Path
+) -> None:
+    path = _changed(saved, tmp_path, "ALTER TABLE checkpoints RENAME COLUMN checkpoint TO payload")
+    with pytest.raises(TranscriptError, match="changed.sqlite"):
+        import_file(MemorySessionStore(), path, "langgraph")
+
+
+def test_a_database_a_live_saver_is_writing_imports_what_was_committed(
+    saved: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "live.sqlite"
+    shutil.copy(saved, path)
+    committed = dump_of(path)
+    writer = sqlite3.connect(path, isolation_level=None)
+    try:
+        writer.execute("PRAGMA journal_mode=WAL")
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute("DELETE FROM checkpoints WHERE thread_id = 't2'")
+        assert dump_of(path) == committed  # the open transaction is not seen, and does not block
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+
+
+def dump_of(path: Path) -> dict[str, object]:
+    store = MemorySessionStore()
+    import_file(store, path, "langgraph")
+    return dump(store)
+
+
+Changer = Callable[[sqlite3.Connection], None]
+
+
+def _cid(saved: Path, offset: int) -> str:
+    c = sqlite3.connect(saved)
+    try:
+        (cid,) = c.execute(
+            "SELECT checkpoint_id FROM checkpoints WHERE thread_id = 't1'"
+            " ORDER BY checkpoint_id LIMIT 1 OFFSET ?",
+            (offset,),
+        ).fetchone()
+    finally:
+        c.close()
+    return str(cid)
+
+
+def test_a_checkpoint_whose_parent_is_missing_is_reported(saved: Path, tmp_path: Path) -> None:
+    third, missing = _cid(saved, 2), "1f000000-0000-6000-8000-000000000000"
+    path = _changed(
+        saved,
+        tmp_path,
+        f"UPDATE checkpoints SET parent_checkpoint_id = '{missing}' WHERE checkpoint_id = '{third}'",
+    )
+    report = import_file(MemorySessionStore(), path)
+    assert report.dangling == [(f"t1/{third}", f"t1/{missing}")]
+    assert report.skipped == []
+
+
+def test_a_checkpoint_that_is_its_own_parent_is_reported(saved: Path, tmp_path: Path) -> None:
+    third = _cid(saved, 2)
+    path = _changed(
+        saved,
+        tmp_path,
+        f"UPDATE checkpoints SET parent_checkpoint_id = checkpoint_id WHERE checkpoint_id = '{third}'",
+    )
+    report = import_file(MemorySessionStore(), path)
+    assert [(n, c) for n, c, _ in report.relinked] == [(3, f"t1/{third}")]
+    assert "its own parent" in report.relinked[0][2]
+
+
+def test_a_parent_stored_by_an_earlier_import_is_no_dangling_parent(
+    saved: Path, tmp_path: Path
+) -> None:
+    store = MemorySessionStore()
+    import_file(store, saved)
+    second = _cid(saved, 1)
+    path = _changed(saved, tmp_path, f"DELETE FROM checkpoints WHERE checkpoint_id = '{second}'")
+    assert import_file(store, path).dangling == []
+
+
+def test_a_database_locked_by_a_writer_is_named_so(saved: Path, tmp_path: Path) -> None:
+    path = tmp_path / "locked.sqlite"
+    shutil.copy(saved, path)
+    writer = sqlite3.connect(path, isolation_level=None)
+    try:
+        writer.execute("PRAGMA journal_mode=DELETE")  # a saver without WAL locks out readers
+        writer.execute("BEGIN EXCLUSIVE")
+        writer.execute("DELETE FROM writes")
+        with pytest.raises(TranscriptError) as e:
+            import_file(MemorySessionStore(), path, "langgraph")
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert "locked" in str(e.value) and "not a LangGraph" not in str(e.value)
