@@ -269,7 +269,7 @@ def search(
     ],
     session: Annotated[
         str | None,
-        typer.Option(help="Only this session (id or unique prefix) and its sub-agents."),
+        typer.Option(help="Only this session (id or unique prefix or suffix) and its sub-agents."),
     ] = None,
     since: _Since = None,
     runtime: _Runtime = None,

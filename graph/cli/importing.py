@@ -397,15 +397,17 @@ def _show(store: BaseStore, session_id: str, provider: str, value: str) -> None:
 
 def export_command(
     ctx: typer.Context,
-    session: Annotated[str, typer.Argument(help="Session id (or a unique prefix).")],
+    session: Annotated[str, typer.Argument(help="Session id (or a unique prefix or suffix).")],
     output: Annotated[Path, typer.Option("-o", "--output", help="The bundle file to write.")],
     spawned: Annotated[
         bool, typer.Option("--spawned/--no-spawned", help="Include spawned sessions.")
     ] = True,
 ) -> None:
-    """Write SESSION as a msgpack bundle (nodes, links, markers, metadata) to FILE.
+    """Write SESSION as a msgpack bundle (nodes, links, markers, metadata) to the -o file.
 
     'sessiongraph import FILE' in another store reproduces the same graph and markers.
+
+    Example: sessiongraph export SESSION -o session.sgbundle
     """
     from graph.bundle import export_session
 
