@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.test_browser import _pause_the_clock, api, browser, page, server  # noqa: F401
+from tests import test_browser
+from tests.test_browser import _pause_the_clock, api
+
+# the browser tests' fixtures (a server over the written example, chromium, a page that fails the
+# test on a script error, a CSP violation or a missing asset)
+server = test_browser.server
+browser = test_browser.browser
+page = test_browser.page
 
 
 def _tab_to(page: Any, text: str, most: int) -> int:
