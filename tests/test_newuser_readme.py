@@ -62,3 +62,18 @@ def test_the_readme_explains_itself_without_the_shared_folder() -> None:
     text = README.read_text()
     assert "DESIGN.md" not in text
     assert not re.search(r"\bseeds?\b", text, re.I)
+
+
+def test_each_example_transcript_imports_as_the_readme_says(tmp_path: Path) -> None:
+    from graph import SessionStore
+    from graph.importers import import_paths
+
+    examples = README.parent / "examples"
+    store = SessionStore(tmp_path / "demo.db")
+    report = import_paths(store, sorted(examples.glob("*.jsonl")))
+    assert [f.error for f in report.files] == [None, None, None]
+    formats = {s.metadata.get("runtime") for s in store.sessions()}
+    assert formats == {"claude-code", "pi", "codex"}
+    stats = [store.stats(s.id) for s in store.sessions() if s.spawned_from is None]
+    assert all(st.forks >= 1 for st in stats)  # each shows a branch: a rewind, a rollback, a fork
+    assert sum(st.summaries for st in stats) >= 3 and sum(st.rewound for st in stats) >= 3
