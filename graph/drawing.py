@@ -1,4 +1,4 @@
-"""A picture of one session's DAG: a lane layout drawn as SVG, and the same graph as Graphviz DOT.
+r"""A picture of one session's DAG: a lane layout drawn as SVG, and the same graph as Graphviz DOT.
 
 The layout reads like ``git log --graph``: one row per node, top to bottom in conversation order, the
 head's branch in the leftmost lane and every other branch of a fork in a lane to its right. What the
@@ -16,7 +16,9 @@ picture shows on its nodes:
   progress entries and parallel tool calls) is not drawn; its fork says how many nodes were folded.
 
 :func:`layout` computes rows and lanes from the session's index and node payloads;
-:func:`to_svg` and :func:`to_dot` draw it. Every text taken from a transcript is escaped.
+:func:`to_svg` and :func:`to_dot` draw it. Every text taken from a transcript is escaped, and in
+the SVG its control and bidirectional formatting characters are shown as escapes (``\x1b``,
+``\u202e``, as the command line shows them), so a right-to-left override cannot reorder a row.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from html import escape
 from graph.index import IndexView
 from graph.models import Node, Session, ToolCallBlock
 from graph.store.base import BaseStore
+from graph.terminal import visible
 
 __all__ = [
     "Picture",
@@ -337,11 +340,11 @@ def to_svg(
     out.append(
         f'<svg xmlns="http://www.w3.org/2000/svg" class="session-graph" width="{width}" '
         f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="{escape(pic.session.title or pic.session.id)}">\n'
+        f'aria-label="{_text(pic.session.title or pic.session.id)}">\n'
     )
     if standalone:
         out.append(f"<style>{STANDALONE_CSS}</style>\n")
-    out.append(f"<title>{escape(pic.session.title or pic.session.id)}</title>\n")
+    out.append(f"<title>{_text(pic.session.title or pic.session.id)}</title>\n")
     # edges first, so the dots sit on top of them
     out.append('<g class="edges">\n')
     for i, r in enumerate(pic.rows):
@@ -400,19 +403,24 @@ def to_svg(
         if r.folded:
             parts.append(f'<tspan class="badge folded"> +{r.folded} folded</tspan>')
         for m in r.marked:
-            parts.append(f'<tspan class="badge marked"> ✓{escape(_short_marker(m))}</tspan>')
+            parts.append(f'<tspan class="badge marked"> ✓{_text(_short_marker(m))}</tspan>')
         for m in r.pending:
-            parts.append(f'<tspan class="badge pending"> ○{escape(_short_marker(m))}</tspan>')
+            parts.append(f'<tspan class="badge pending"> ○{_text(_short_marker(m))}</tspan>')
         for child in r.spawned:
             link = f'<tspan class="spawn-link"> → spawned {escape(_short(child.id))}</tspan>'
             if session_href is not None:
                 link = f'<a class="spawn" href="{escape(session_href(child.id))}">{link}</a>'
             parts.append(link)
-        parts.append(f'<tspan class="text"> {escape(r.preview)}</tspan>')
+        parts.append(f'<tspan class="text"> {_text(r.preview)}</tspan>')
         out.append(f'<text x="{text_x}" y="{y + 4}">{"".join(parts)}</text>')
         out.append("</g>\n")
     out.append("</svg>\n")
     return "".join(out)
+
+
+def _text(text: str) -> str:
+    """Transcript text for the SVG: escaped, its control and bidi characters made visible."""
+    return escape(visible(text))
 
 
 def _short_marker(label: str) -> str:

@@ -79,7 +79,9 @@ def _resolve(ws: MemoryWorkspace, ref: str) -> str:
     sessions = ws.archived_sessions()
     if ref in sessions:
         return ref
-    matches = tuple(s for s in sessions if ref and s.startswith(ref))
+    # the forms every other command accepts: a prefix, or a suffix (the ``…`` short form shown)
+    part = ref.removeprefix("…").removeprefix("...")
+    matches = tuple(s for s in sessions if part and (s.startswith(part) or s.endswith(part)))
     if len(matches) != 1:
         raise NothingToForgetError(ref, matches)
     return matches[0]
@@ -151,8 +153,9 @@ def forget_session(ws: MemoryWorkspace, session: str) -> ForgetReport:
 
     Args:
         ws: The workspace.
-        session: A session id, or a unique prefix of one, among the sessions with archived turns
-            (the session need not be in the session store any more).
+        session: A session id, or a unique prefix or suffix of one (``…`` + suffix, the short form
+            the command line prints, too), among the sessions with archived turns (the session
+            need not be in the session store any more).
 
     Returns:
         What was erased.

@@ -136,14 +136,32 @@ class LocalMemory:
         return wrap_context(text)
 
     def search(self, query: str, limit: int = 5) -> str:
-        """Return the best records for ``query`` as lines, wrapped once; ``""`` when nothing matches."""
+        """Return the best records for ``query`` as lines, wrapped once; ``""`` when nothing matches.
+
+        Args:
+            query: Words as a person types them (read as :meth:`~memory.workspace.MemoryWorkspace.search` reads them).
+            limit: Records at most (clamped to 1..50).
+
+        Raises:
+            SearchIndexMissingError: the workspace's full-text index is gone.
+        """
         hits = self.workspace.search(query, limit)
         if not hits:
             return ""
         return wrap_context("\n".join(f"- [{h.topic}] {h.content}" for h in hits))
 
     def write(self, session_id: str, force: bool = False) -> WriteFailure | None:
-        """Run the write pipeline."""
+        """Write what the session owes this workspace (:meth:`memory.pipeline.WritePipeline.write`).
+
+        Args:
+            session_id: The session.
+            force: False after a turn (write only when a full batch is owed); True at the session
+                boundary (write until nothing is owed, on every live tip, the head first).
+
+        Returns:
+            None on success or when nothing is owed yet; else the :class:`WriteFailure` with its
+            reason code and whether it is worth retrying. Never raises for a classified failure.
+        """
         return self.pipeline.write(session_id, force)
 
     def reorganize(self) -> list[str]:

@@ -37,6 +37,8 @@ from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 
+from graph.terminal import visible
+
 __all__ = ["ALLOWED_TAGS", "render_markdown", "sanitize"]
 
 ALLOWED_TAGS = frozenset(
@@ -229,7 +231,7 @@ _MD = _make()
 
 
 def render_markdown(text: str, *, id_prefix: str = "fn") -> str:
-    """Render memory Markdown to sanitized HTML (the rules are in the module doc).
+    r"""Render memory Markdown to sanitized HTML (the rules are in the module doc).
 
     Args:
         text: The Markdown (a topic file, the core block, a draft).
@@ -238,11 +240,13 @@ def render_markdown(text: str, *, id_prefix: str = "fn") -> str:
 
     Returns:
         HTML safe to insert into a page: the body, then (when any footnote is referenced)
-        ``<section class="footnotes"><hr><ol>...</ol></section>``.
+        ``<section class="footnotes"><hr><ol>...</ol></section>``. Control and bidirectional
+        formatting characters (terminal escapes, a right-to-left override) are shown as escapes
+        (``\x1b``, ``\u202e``), as the command line shows them, so none reorders the page.
     """
     prefix = re.sub(r"[^A-Za-z0-9-]", "", id_prefix) or "fn"
     env: dict[str, Any] = {"id_prefix": prefix}
-    body = _MD.render(text, env)
+    body = _MD.render(visible(text), env)
     order: list[str] = env.get("footnote_order", [])
     if order:
         defs: dict[str, str] = env.get("footnote_defs", {})

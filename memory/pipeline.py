@@ -133,6 +133,16 @@ def split_batches(
     Greedy from the oldest: a node joins the current batch while the batch stays within the budget
     and the turn count; a node larger than the budget alone forms its own batch. So the first batch
     of a pending list is the same however many turns were appended after it.
+
+    Args:
+        nodes: The pending turns, oldest first (``store.pending``'s order).
+        budget: Tokens per batch, as ``count_tokens`` counts them.
+        count_tokens: Tokens of one turn's text (``node.text``); the default counts one per four
+            characters (:func:`~memory.workspace.approx_tokens`).
+        max_turns: Turns per batch at most (200 by default: a writer's changes per transaction).
+
+    Returns:
+        The batches, oldest first, each a non-empty list; ``[]`` for no nodes.
     """
     batches: list[list[Node]] = []
     used = 0
@@ -307,7 +317,12 @@ class WritePipeline:
         return None
 
     def owed(self, session_id: str, head: str | None = None) -> list[Node]:
-        """Return the pending turns of ``head``'s branch (the stored head by default) for this workspace."""
+        """Return the pending turns of ``head``'s branch (the stored head by default) for this workspace.
+
+        Raises:
+            UnknownSessionError: no such session.
+            UnknownNodeError: ``head`` is not a node of the session.
+        """
         return self.store.pending(session_id, PROVIDER, self.workspace.id, head=head)
 
     def _drain(self, session_id: str, tip: str | None, *, force: bool) -> None:

@@ -269,7 +269,7 @@ def search(
     ],
     session: Annotated[
         str | None,
-        typer.Option(help="Only this session (id or unique prefix) and its sub-agents."),
+        typer.Option(help="Only this session (id or unique prefix or suffix) and its sub-agents."),
     ] = None,
     since: _Since = None,
     runtime: _Runtime = None,
@@ -444,7 +444,13 @@ def pending(
     full: _FULL = False,
     json: _JSON = False,
 ) -> None:
-    """Show the turns PROVIDER has not written yet (walking back from the head to its newest marker)."""
+    """Show a consumer's pending turns: those it (--provider, --value) has not written yet.
+
+    They are walked back from the head (or --head, or every live tip with --tips) to the newest
+    node carrying the consumer's marker, oldest first.
+
+    Example: sessiongraph pending SESSION --provider memory --value MY-WORKSPACE --tips
+    """
     from rich.table import Table
 
     _not_empty("--provider", provider)
@@ -505,7 +511,13 @@ def mark(
         bool, typer.Option("--pending", help="Mark everything pending at the head.")
     ] = False,
 ) -> None:
-    """Write PROVIDER's marker on NODES (or on everything pending at the head)."""
+    """Write a consumer's marker (--provider, --value) on the NODE ids (or, with --pending, on all pending).
+
+    One transaction; refused, with nothing written, when it would leave an unmarked turn above a
+    marked one on a branch.
+
+    Example: sessiongraph mark SESSION --pending --value MY-WORKSPACE
+    """
     _not_empty("--provider", provider)
     _not_empty("--value", value)
     if not nodes and not all_pending:

@@ -24,7 +24,15 @@ from graph.cli.commands import (
     session_short_forms,
 )
 from graph.importers.watch import DEFAULT_INTERVAL
-from graph.terminal import CommandLineError, dump_json, markup, say, settings, short_forms
+from graph.terminal import (
+    CommandLineError,
+    dump_json,
+    markup,
+    say,
+    settings,
+    short_forms,
+    visible,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -73,6 +81,7 @@ def _summary(store: BaseStore, report: ImportReport, had: Mapping[str, int] | No
             a file's count (its sub-agents' nodes included) is shown on its first session's row.
     """
     from rich.table import Table
+    from rich.text import Text
 
     names = session_short_forms(store)
     shown = [
@@ -97,7 +106,9 @@ def _summary(store: BaseStore, report: ImportReport, had: Mapping[str, int] | No
             st = report.stats[sid]
             table.add_row(
                 (" ↳ " if i else "") + markup(names.get(sid, sid)),
-                markup(store.session(sid).title),
+                # one line, cut with an ellipsis: wrapped into what the counts leave of an
+                # 80-column terminal, a title took a line per word
+                Text(visible(store.session(sid).title), no_wrap=True, overflow="ellipsis"),
                 str(st.nodes),
                 str(st.nodes - had.get(sid, 0))
                 if had is not None
@@ -397,15 +408,17 @@ def _show(store: BaseStore, session_id: str, provider: str, value: str) -> None:
 
 def export_command(
     ctx: typer.Context,
-    session: Annotated[str, typer.Argument(help="Session id (or a unique prefix).")],
+    session: Annotated[str, typer.Argument(help="Session id (or a unique prefix or suffix).")],
     output: Annotated[Path, typer.Option("-o", "--output", help="The bundle file to write.")],
     spawned: Annotated[
         bool, typer.Option("--spawned/--no-spawned", help="Include spawned sessions.")
     ] = True,
 ) -> None:
-    """Write SESSION as a msgpack bundle (nodes, links, markers, metadata) to FILE.
+    """Write SESSION as a msgpack bundle (nodes, links, markers, metadata) to the -o file.
 
     'sessiongraph import FILE' in another store reproduces the same graph and markers.
+
+    Example: sessiongraph export SESSION -o session.sgbundle
     """
     from graph.bundle import export_session
 

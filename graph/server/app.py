@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import markupsafe
 import orjson
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -36,6 +37,7 @@ from graph import walks
 from graph.errors import GraphError
 from graph.server.security import SecurityMiddleware
 from graph.store.base import BaseStore
+from graph.terminal import visible
 
 __all__ = [
     "ApiError",
@@ -366,6 +368,19 @@ def _format_number(value: float) -> str:
     return f"{value:,.0f}" if math.isfinite(value) else str(value)
 
 
+def _shown(value: Any) -> Any:
+    r"""The ``shown`` filter, for text from a transcript or a memory: its control and bidi made visible.
+
+    Such text may hold a right-to-left override (U+202E) that would reorder the rest of a title or a
+    line, or terminal escapes; the pages show them as the command line does (``\u202e``,
+    ``\x1b``). Values a person edits or sends back (a textarea, a search box, a link's id) are left
+    as they are; Markup (the drawn SVG, sanitized Markdown) was made safe where it was built.
+    """
+    if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+        return visible(value)
+    return value
+
+
 def create_app(
     store: BaseStore,
     *,
@@ -421,6 +436,7 @@ def create_app(
         lstrip_blocks=True,
     )
     env.filters["number"] = _format_number
+    env.filters["shown"] = _shown
     app.state.store = store
     app.state.memo = ctx.memo
     app.state.templates = env

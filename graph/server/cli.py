@@ -61,7 +61,10 @@ def serve(
     set_: Annotated[
         list[str] | None,
         typer.Option(
-            "--set", help="KEY=VALUE for an extension (memory.workspace=DIR).", metavar="KEY=VALUE"
+            "--set",
+            help="A setting for an extension; repeatable: memory.workspace=DIR, "
+            "memory.views=DIR, memory.core.inject=false (the core block not injected).",
+            metavar="KEY=VALUE",
         ),
     ] = None,
 ) -> None:

@@ -7,7 +7,9 @@
   pending counts, and a panel that shows a node when it is clicked (``/static/session.js`` fetches
   ``/api/nodes/{node}`` and writes it as text, never as HTML).
 
-Every text from a transcript goes through Jinja2's autoescape or the drawing module's escaping.
+Every text from a transcript goes through Jinja2's autoescape or the drawing module's escaping, and
+its control and bidirectional formatting characters are shown as escapes (the ``shown`` filter), so a
+right-to-left override in a title cannot reorder what the page shows.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from graph import drawing
 from graph.server.api import MAX_SESSIONS_PAGE, session_data, session_list, session_of
 from graph.server.app import ApiError, int_param, render
 from graph.store.base import BaseStore
+from graph.terminal import visible
 
 __all__ = ["routes"]
 
@@ -50,16 +53,16 @@ async def _sessions_page(request: Request) -> Response:
 
 
 def _marked(snippet: str, spans: tuple[tuple[int, int], ...]) -> Markup:
-    """A search snippet with its matched words in ``<mark>``, every character escaped."""
+    """A search snippet with its matched words in ``<mark>``, escaped, its control characters visible."""
     out: list[str] = []
     at = 0
     for start, end in sorted(spans):
         if start < at:
             continue
-        out.append(str(escape(snippet[at:start])))
-        out.append(f"<mark>{escape(snippet[start:end])}</mark>")
+        out.append(str(escape(visible(snippet[at:start]))))
+        out.append(f"<mark>{escape(visible(snippet[start:end]))}</mark>")
         at = end
-    out.append(str(escape(snippet[at:])))
+    out.append(str(escape(visible(snippet[at:]))))
     return Markup("".join(out))
 
 

@@ -105,6 +105,13 @@ def paused_gc(pause: bool = True) -> Iterator[None]:
 
 
 class _Head:
+    """The type of :data:`HEAD`: "the session's current head", as a predecessor or an expected head.
+
+    ``append(..., predecessor=HEAD)`` (the default) continues from the head; ``set_head(...,
+    expected=HEAD)`` (the default) moves the head unconditionally. None means something else in
+    both places (a new root; "the session has no head").
+    """
+
     def __repr__(self) -> str:
         return "HEAD"
 
@@ -1392,15 +1399,25 @@ class BaseStore(ABC):
         """Append a compaction summary covering ``covers`` and move the head to it.
 
         Args:
+            session_id: The session.
             covers: The replaced nodes, oldest first: one unbroken span of one branch.
-            content: The summary text.
+            content: The summary text (or content blocks).
             layout: ``"inline"``: the summary follows the head, whose branch holds the span (Claude
                 Code, pi, Codex); ``"sibling"``: the summary takes the span's place beside it, its
                 predecessor being the first covered node's (OpenProgram).
+            role: The summary node's role (``system`` by default).
+            id: The summary's node id; a new time-ordered id when None.
+            created_at: When the runtime wrote it; now when None.
+            metadata: JSON-shaped node metadata.
+
+        Returns:
+            The stored summary node (kind ``summary``), now the head.
 
         Raises:
+            UnknownSessionError: no such session.
             CoverageError: the span is empty, broken, or not where the layout needs it.
             ValueError: an unknown layout.
+            CodecError: content or metadata holds a value outside the codec's allow-list.
         """
         if layout not in ("inline", "sibling"):
             raise ValueError(f"unknown compaction layout {layout!r}: use 'inline' or 'sibling'")
@@ -1779,6 +1796,9 @@ class BaseStore(ABC):
         """Count the session's nodes, roots, forks, rewound nodes, summaries, live tips and spawns.
 
         A fork is a node with two or more children not on artifact forks (:data:`graph.index.ARTIFACT`).
+
+        Raises:
+            UnknownSessionError: no such session.
         """
         idx = self._index(session_id)
         return SessionStats(
@@ -1805,7 +1825,10 @@ class BaseStore(ABC):
 
         With no index of the session cached (a fresh process), the backend walks its stored rows
         back from the head to the newest marker instead of building the index first, so the cost is
-        the walk, not the session's size.
+        the walk, not the session's size. The arguments are :meth:`pending`'s.
+
+        Raises:
+            UnknownSessionError, UnknownNodeError: as :meth:`pending`.
         """
         self._note_changes()
         idx = self._cache.get(session_id)
@@ -1901,7 +1924,11 @@ class BaseStore(ABC):
 
         Each tip's pending is computed when the iterator reaches it, so a consumer that marks what it
         wrote before advancing is handed a shared prefix once: the first branch written marks it.
-        Tips with nothing pending are skipped.
+        Tips with nothing pending are skipped. ``provider``, ``value`` and ``eligible`` are
+        :meth:`pending`'s.
+
+        Raises:
+            UnknownSessionError: no such session (when the iterator is first advanced).
         """
         idx = self._index(session_id)
         tips = [t for t in walks.live_tips(idx) if t != idx.head]
@@ -1950,6 +1977,7 @@ class BaseStore(ABC):
             How many markers were written or changed (nodes already carrying the value are skipped).
 
         Raises:
+            UnknownSessionError: no such session.
             UnknownNodeError: a node is not in the session.
             MarkerGapError: the batch would leave a gap; nothing is written.
         """
@@ -1983,5 +2011,8 @@ class BaseStore(ABC):
         Returns:
             Every gap found, for every provider and value (or only ``provider`` / ``value``); empty
             when sound.
+
+        Raises:
+            UnknownSessionError: no such session.
         """
         return walks.marker_gaps(self._index(session_id), eligible, provider, value)

@@ -373,7 +373,11 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 
 class SessionStore(BaseStore):
-    """The SQLite session store.
+    """The SQLite session store: one database file, every operation of :class:`BaseStore`.
+
+    The file runs in WAL mode with ``synchronous=NORMAL``: a committed write survives a crash of the
+    process, not a power loss. Readers never wait for a writer; a write waits up to ``timeout``
+    seconds for another process's write lock. An older file is migrated when opened.
 
     Args:
         path: The database file (created with its directories when missing), or ``":memory:"``.

@@ -120,7 +120,7 @@ def _memory(
             "--workspace",
             "-w",
             help="Workspace directory, or a postgresql:// URL of a shared store of record "
-            "(default: $SESSIONGRAPH_MEMORY or user data dir).",
+            "(default: $SESSIONGRAPH_MEMORY, memory.store, or the user data dir).",
         ),
     ] = None,
     views: Annotated[
@@ -497,7 +497,9 @@ def add(
 @memory_app.command()
 def forget(
     ctx: typer.Context,
-    session: Annotated[str, typer.Argument(help="Session id, or a unique prefix of one.")],
+    session: Annotated[
+        str, typer.Argument(help="Session id, or a unique prefix or suffix of one.")
+    ],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
     json: _JSON = False,
 ) -> None:

@@ -7,12 +7,21 @@
   if (!graph || !panel) return;
   const detail = panel.querySelector(".node-detail");
   const hint = panel.querySelector(".hint");
+  // Control and bidirectional formatting characters shown as escapes (\x1b, \u202e), as the
+  // command line shows them: a right-to-left override must not reorder what the page shows.
+  const CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+  function shown(text) {
+    return String(text).replace(CONTROLS, (c) => {
+      const n = c.charCodeAt(0);
+      return n < 0x100 ? `\\x${n.toString(16).padStart(2, "0")}` : `\\u${n.toString(16).padStart(4, "0")}`;
+    });
+  }
 
   function row(dl, term, value) {
     const dt = document.createElement("dt");
     dt.textContent = term;
     const dd = document.createElement("dd");
-    dd.textContent = value;
+    dd.textContent = shown(value);
     dl.append(dt, dd);
   }
 
@@ -41,13 +50,13 @@
     if (data.rewound) row(dl, "rewound", "yes");
     if (data.covers && data.covers.length) row(dl, "covers", `${data.covers.length} nodes`);
     if (data.children.length > 1) row(dl, "fork", `${data.children.length} children`);
-    for (const [p, v] of Object.entries(data.written)) row(dl, `marker ${p}`, v);
+    for (const [p, v] of Object.entries(data.written)) row(dl, `marker ${shown(p)}`, v);
     for (const s of data.spawned) row(dl, "spawned", s);
     let text = data.text;
     if (!text && Array.isArray(data.content)) {
       text = data.content.map((b) => b.type === "tool_call" ? `[tool call ${b.name}] ${JSON.stringify(b.arguments)}` : `[${b.type}]`).join("\n");
     }
-    detail.querySelector(".node-text").textContent = text || "(no text)";
+    detail.querySelector(".node-text").textContent = text ? shown(text) : "(no text)";
   }
 
   graph.addEventListener("click", (ev) => {

@@ -18,6 +18,16 @@
   let toastTimer = null;
   let toastId = null;
 
+  // Control and bidirectional formatting characters shown as escapes (\x1b, \u202e), as the
+  // command line shows them: a right-to-left override must not reorder what the page shows.
+  const CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+  function shown(text) {
+    return String(text).replace(CONTROLS, (c) => {
+      const n = c.charCodeAt(0);
+      return n < 0x100 ? `\\x${n.toString(16).padStart(2, "0")}` : `\\u${n.toString(16).padStart(4, "0")}`;
+    });
+  }
+
   function rows() { return Array.from(list.querySelectorAll(".record")); }
   function updateCount() {
     count.textContent = `${rows().filter((r) => !r.hidden).length} records`;
@@ -87,12 +97,12 @@
     main.className = "record-main";
     const content = document.createElement("div");
     content.className = "record-content";
-    content.textContent = rec.content;
+    content.textContent = shown(rec.content);
     main.append(content);
     if (rec.snippet) {
       const s = document.createElement("div");
       s.className = "snippet";
-      s.textContent = `“${rec.snippet}”`;
+      s.textContent = `“${shown(rec.snippet)}”`;
       main.append(s);
     }
     const tags = document.createElement("div");
@@ -100,7 +110,7 @@
     for (const t of rec.tags) {
       const span = document.createElement("span");
       span.className = "tag";
-      span.textContent = t;
+      span.textContent = shown(t);
       tags.append(span);
     }
     const meta = document.createElement("span");
