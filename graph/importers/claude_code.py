@@ -430,6 +430,11 @@ class _Transcript:
         return self.path.stem
 
 
+def _names_a_session(t: _Transcript) -> bool:
+    """Whether any line of the file carries a ``sessionId``."""
+    return any(isinstance(o.data.get("sessionId"), str) and o.data["sessionId"] for o in t.other)
+
+
 def _read(
     path: Path,
     problems: LineProblems,
@@ -1392,6 +1397,11 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
                     f"no Claude Code entry in it ({len(t.other)} objects of no known type, "
                     f"{len(problems.skipped)} lines skipped)",
                 )
+        if not t.entries and not _names_a_session(t) and t.other:
+            # Only lines that name no session (a file-history snapshot, a summary: what Claude Code
+            # writes first): a session named after the file would outlive the real one's arrival.
+            report.notes.append("no entry names its session yet: nothing stored")
+            return report
         if not is_agent_file(path):
             _check_one_conversation(t)
             _check_same_conversation(store, t)
