@@ -170,7 +170,8 @@ def parse_changes(text: str) -> ChangeSet:
     fence (models add them).
 
     Raises:
-        RejectedError: ``MALFORMED``: not JSON, or not the shape above (the detail says where).
+        RejectedError: ``MALFORMED``: not JSON (or nested too deeply to parse), or not the shape
+            above (the detail says where).
     """
     body = text.strip()
     if body.startswith("```"):
@@ -182,6 +183,12 @@ def parse_changes(text: str) -> ChangeSet:
         raise RejectedError(
             Rejection.MALFORMED,
             f"the answer is not JSON ({e.msg} at line {e.lineno} column {e.colno}); "
+            'answer with one JSON object {"changes": [...]} and nothing else',
+        ) from e
+    except RecursionError as e:  # json recurses per level: a hostile answer can exhaust the stack
+        raise RejectedError(
+            Rejection.MALFORMED,
+            "the answer is JSON nested too deeply to read; "
             'answer with one JSON object {"changes": [...]} and nothing else',
         ) from e
     if isinstance(data, list):
