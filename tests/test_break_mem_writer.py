@@ -67,8 +67,10 @@ DEEP = "[" * 100_000 + "]" * 100_000
     [
         (lambda p: DEEP, "nested"),
         (lambda p: '{"changes": ' + DEEP + "}", "nested"),
+        (lambda p: None, "not text"),
+        (lambda p: b'{"changes": []}', "not text"),
     ],
-    ids=["deep-list", "deep-changes"],
+    ids=["deep-list", "deep-changes", "none", "bytes"],
 )
 def test_a_hostile_answer_is_rejected_and_repaired(
     tmp_path: Path, first: Callable[[str], object], says: str
@@ -90,8 +92,8 @@ def test_a_hostile_answer_is_rejected_and_repaired(
 
 @pytest.mark.parametrize(
     "answer",
-    [lambda p: DEEP],
-    ids=["deep"],
+    [lambda p: DEEP, lambda p: None],
+    ids=["deep", "none"],
 )
 def test_twice_hostile_is_commit_rejected_and_changes_nothing(
     tmp_path: Path, answer: Callable[[str], object]
@@ -105,7 +107,10 @@ def test_twice_hostile_is_commit_rejected_and_changes_nothing(
     assert len(store.pending(sid, "memory", ws.id)) == 2
 
 
-def test_parse_changes_names_the_depth() -> None:
+def test_parse_changes_names_the_depth_and_the_type() -> None:
     with pytest.raises(RejectedError) as deep:
         parse_changes(DEEP)
     assert deep.value.reason is Rejection.MALFORMED and "nested" in deep.value.detail
+    with pytest.raises(RejectedError) as none:
+        parse_changes(None)  # type: ignore[arg-type]
+    assert none.value.reason is Rejection.MALFORMED and "NoneType" in none.value.detail
