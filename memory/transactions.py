@@ -1,4 +1,4 @@
-"""Planning and validating one transaction of changes against the workspace's records.
+r"""Planning and validating one transaction of changes against the workspace's records.
 
 :func:`plan` applies a :class:`~memory.changes.ChangeSet` to a copy of the records, in order, and checks
 everything the transaction may not do. It either returns a :class:`Plan` (the records before and after,
@@ -12,7 +12,8 @@ Checks, in the order they run:
    (``MALFORMED``);
 3. per change: the ids it names exist (``UNKNOWN_RECORD``), its destination is a valid topic path with
    a known position and anchor (``UNKNOWN_POSITION``), its fields fit the caps (``OVER_CAP``), hold no
-   secret (``SECRET``, naming the kind and offsets only) and have the required form (``MALFORMED``);
+   secret (``SECRET``, naming the kind and offsets only) and have the required form (``MALFORMED``:
+   a lone surrogate, which a JSON escape such as ``\ud800`` decodes to, is not text any store can encode);
 4. no record that existed is missing afterwards without an explicit ``delete_record`` (``RECORD_LOST``);
 5. every source of the batch is still archived (``SOURCE_MISSING``), every citation the transaction
    adds or changes names an archived source (``UNKNOWN_SOURCE``; the archive is append-only but for
@@ -110,6 +111,22 @@ def _reject(reason: Rejection, detail: str, **facts: object) -> RejectedError:
     return RejectedError(reason, detail, **facts)  # type: ignore[arg-type]
 
 
+def _check_encodable(value: str, field_name: str, i: int) -> None:
+    """Refuse text that is not Unicode the store can encode (a lone surrogate, from a JSON escape)."""
+    if value.isascii():
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise _reject(
+            Rejection.MALFORMED,
+            f"{field_name} holds a lone surrogate (U+{ord(value[e.start]):04X}) at character "
+            f"{e.start}, which is not text; remove it",
+            field=field_name,
+            change=i,
+        ) from None
+
+
 def _check_text(
     value: str, field_name: str, cap: int, cap_name: str, i: int, *, one_line: bool
 ) -> None:
@@ -121,6 +138,7 @@ def _check_text(
             kind=cap_name,
             change=i,
         )
+    _check_encodable(value, field_name, i)
     if one_line and ("\n" in value or "\r" in value):
         raise _reject(
             Rejection.MALFORMED, f"{field_name} must be one line", field=field_name, change=i
@@ -173,6 +191,7 @@ def _check_fields(
             change=i,
         )
     for ref in refs:
+        _check_encodable(ref.source, "source", i)
         if not ref.label.strip():
             raise _reject(Rejection.MALFORMED, "a citation label is empty", field="label", change=i)
         _check_text(

@@ -69,8 +69,9 @@ DEEP = "[" * 100_000 + "]" * 100_000
         (lambda p: '{"changes": ' + DEEP + "}", "nested"),
         (lambda p: None, "not text"),
         (lambda p: b'{"changes": []}', "not text"),
+        (_record_with("Retries \ud800 back off."), "surrogate"),
     ],
-    ids=["deep-list", "deep-changes", "none", "bytes"],
+    ids=["deep-list", "deep-changes", "none", "bytes", "lone-surrogate"],
 )
 def test_a_hostile_answer_is_rejected_and_repaired(
     tmp_path: Path, first: Callable[[str], object], says: str
@@ -92,8 +93,8 @@ def test_a_hostile_answer_is_rejected_and_repaired(
 
 @pytest.mark.parametrize(
     "answer",
-    [lambda p: DEEP, lambda p: None],
-    ids=["deep", "none"],
+    [lambda p: DEEP, lambda p: None, _record_with("\udfff")],
+    ids=["deep", "none", "lone-surrogate"],
 )
 def test_twice_hostile_is_commit_rejected_and_changes_nothing(
     tmp_path: Path, answer: Callable[[str], object]
@@ -114,3 +115,38 @@ def test_parse_changes_names_the_depth_and_the_type() -> None:
     with pytest.raises(RejectedError) as none:
         parse_changes(None)  # type: ignore[arg-type]
     assert none.value.reason is Rejection.MALFORMED and "NoneType" in none.value.detail
+
+
+@pytest.mark.parametrize(
+    "field", ["content", "tags", "headings", "source"], ids=lambda f: f"surrogate-in-{f}"
+)
+def test_a_lone_surrogate_from_a_tool_call_is_a_tool_error(tmp_path: Path, field: str) -> None:
+    """The MCP client's JSON may carry a ``\\ud800`` escape: refused by field, nothing archived."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from memory.mcp_server import MemoryTools
+
+    store, sid = _session(tmp_path)
+    ws = MemoryWorkspace(tmp_path / "ws")
+    tools = MemoryTools(store, ws)
+    bad = "a\ud800b"
+    args: dict[str, object] = {"content": "Retries back off exponentially."}
+    if field == "content":
+        args["content"] = bad
+    elif field == "tags":
+        args["tags"] = [bad]
+    elif field == "headings":
+        args["headings"] = [bad]
+    with pytest.raises(ToolError, match="lone surrogate"):
+        if field == "source":
+            from memory.changes import CreateRecord, Destination, SourceRef
+
+            change = CreateRecord(
+                content="Retries back off exponentially.",
+                sources=(SourceRef(source=bad, label="x"),),
+                destination=Destination(topic_path="notes"),
+            )
+            tools.call(tools.memory_update)([change])
+        else:
+            tools.call(tools.memory_save)(**args)
+    assert ws.records() == [] and ws.sources() == [] and ws.revision == 0
