@@ -166,10 +166,13 @@ def _check_fields(
 ) -> None:
     if not content.strip():
         raise _reject(Rejection.MALFORMED, "content is empty", field="content", change=i)
-    if re.search(r"\n[ \t]*\n", content):
+    # A blank first line is a blank line too: the topic file would show it as the gap between
+    # blocks, and reading the file back would lose it (or part the record from its tags line).
+    if re.search(r"\n[ \t]*\n", content) or re.match(r"[ \t]*\n", content):
         raise _reject(
             Rejection.MALFORMED,
-            "content must be one paragraph (no blank line); split it into several records",
+            "content must be one paragraph (no blank line, nor a blank first line); split it "
+            "into several records",
             field="content",
             change=i,
         )

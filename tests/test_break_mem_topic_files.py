@@ -1,0 +1,69 @@
+"""What a topic file shows reads back as the same records; an edit never trips on a record it left alone.
+
+A record whose content opens with a blank (or whitespace-only) line was accepted, but its topic file
+showed that line as the gap between two blocks: read back, the record lost the line (an edit of any
+other record in the file rewrote it), and a record with tags was parted from its ``<!-- record -->``
+line, so editing any record of that topic was refused at a record the person had not touched. Such
+content is refused like any other blank line (``MALFORMED``), and what is accepted reads back as it
+was.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memory import MemoryWorkspace, Rejection, add_memory
+from memory.editing import apply_edits, stage_topics
+from memory.errors import RejectedError
+from memory.topic_files import parse_topic, render_topic
+
+EDGES = ["", " ", "\t", " \t "]
+
+
+@pytest.mark.parametrize("edge", EDGES, ids=repr)
+@pytest.mark.parametrize("tags", [(), ("ops",)], ids=["plain", "tagged"])
+def test_a_blank_first_line_is_refused(tmp_path: Path, edge: str, tags: tuple[str, ...]) -> None:
+    ws = MemoryWorkspace(tmp_path / "ws")
+    with pytest.raises(RejectedError) as e:
+        add_memory(ws, f"{edge}\nDeploys wait for the freeze.", tags=tags)
+    assert e.value.reason is Rejection.MALFORMED and "blank first line" in e.value.detail
+    assert ws.records() == [] and ws.revision == 0
+
+
+CONTENTS = [
+    "Deploys wait for the freeze.",
+    "Deploys wait\nfor the freeze.",
+    "Deploys wait for the freeze.\n",
+    "Deploys wait for the freeze.\n \t",
+    "  Indented first line\n\tand a tabbed one",
+    "# not a heading\n- not a list ^m-0 [^x]",
+]
+
+
+@pytest.mark.parametrize("tags", [(), ("ops",)], ids=["plain", "tagged"])
+def test_every_accepted_content_reads_back_from_its_file(
+    tmp_path: Path, tags: tuple[str, ...]
+) -> None:
+    ws = MemoryWorkspace(tmp_path / "ws")
+    for text in CONTENTS:
+        add_memory(ws, text, tags=tags, headings=("Release",))
+    records = ws.records("notes")
+    parsed = parse_topic(render_topic("notes", records), "notes.md", "notes").change.records
+    assert [(r.memory_id, r.content, r.tags) for r in parsed] == [
+        (r.id, r.content, r.tags) for r in records
+    ]
+
+
+def test_editing_one_record_leaves_its_neighbours_as_they_were(tmp_path: Path) -> None:
+    ws = MemoryWorkspace(tmp_path / "ws")
+    kept = [add_memory(ws, text, tags=("ops",)) for text in CONTENTS]
+    staged = tmp_path / "edit"
+    (file,) = stage_topics(ws, staged)
+    file.write_text(file.read_text("utf-8").replace("Deploys wait for", "Deploys hold for", 1))
+    topics, changed = apply_edits(ws, staged)
+    assert topics == ["notes"] and changed == [kept[0].id]
+    after = {r.id: r.content for r in ws.records()}
+    assert after[kept[0].id] == "Deploys hold for the freeze."
+    assert [after[r.id] for r in kept[1:]] == [r.content for r in kept[1:]]
