@@ -1,4 +1,4 @@
-"""A picture of one session's DAG: a lane layout drawn as SVG, and the same graph as Graphviz DOT.
+r"""A picture of one session's DAG: a lane layout drawn as SVG, and the same graph as Graphviz DOT.
 
 The layout reads like ``git log --graph``: one row per node, top to bottom in conversation order, the
 head's branch in the leftmost lane and every other branch of a fork in a lane to its right. What the
@@ -16,7 +16,9 @@ picture shows on its nodes:
   progress entries and parallel tool calls) is not drawn; its fork says how many nodes were folded.
 
 :func:`layout` computes rows and lanes from the session's index and node payloads;
-:func:`to_svg` and :func:`to_dot` draw it. Every text taken from a transcript is escaped.
+:func:`to_svg` and :func:`to_dot` draw it. Every text taken from a transcript is escaped; in the
+SVG, its bidirectional formatting characters are shown as ``\u202e`` (a right-to-left override would
+reorder the rest of the row).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from html import escape
 from graph.index import IndexView
 from graph.models import Node, Session, ToolCallBlock
 from graph.store.base import BaseStore
+from graph.terminal import visible_bidi
 
 __all__ = [
     "Picture",
@@ -306,6 +309,11 @@ def _y(row: int) -> int:
     return 14 + row * ROW_HEIGHT
 
 
+def _text(value: str) -> str:
+    """Text shown in the SVG: escaped, bidirectional formatting characters made visible."""
+    return escape(visible_bidi(value))
+
+
 def to_svg(
     pic: Picture,
     *,
@@ -337,11 +345,11 @@ def to_svg(
     out.append(
         f'<svg xmlns="http://www.w3.org/2000/svg" class="session-graph" width="{width}" '
         f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="{escape(pic.session.title or pic.session.id)}">\n'
+        f'aria-label="{_text(pic.session.title or pic.session.id)}">\n'
     )
     if standalone:
         out.append(f"<style>{STANDALONE_CSS}</style>\n")
-    out.append(f"<title>{escape(pic.session.title or pic.session.id)}</title>\n")
+    out.append(f"<title>{_text(pic.session.title or pic.session.id)}</title>\n")
     # edges first, so the dots sit on top of them
     out.append('<g class="edges">\n')
     for i, r in enumerate(pic.rows):
@@ -388,8 +396,8 @@ def to_svg(
         out.append(f'<circle class="dot" cx="{_x(r.lane)}" cy="{y}" r="5"/>')
         label = r.role if r.kind == "message" else r.kind
         parts = [
-            f'<tspan class="label">{escape(label)}</tspan>',
-            f'<tspan class="id"> {escape(_short(r.node_id))}</tspan>',
+            f'<tspan class="label">{_text(label)}</tspan>',
+            f'<tspan class="id"> {_text(_short(r.node_id))}</tspan>',
         ]
         if r.head:
             parts.append('<tspan class="badge head"> ◀ head</tspan>')
@@ -400,15 +408,15 @@ def to_svg(
         if r.folded:
             parts.append(f'<tspan class="badge folded"> +{r.folded} folded</tspan>')
         for m in r.marked:
-            parts.append(f'<tspan class="badge marked"> ✓{escape(_short_marker(m))}</tspan>')
+            parts.append(f'<tspan class="badge marked"> ✓{_text(_short_marker(m))}</tspan>')
         for m in r.pending:
-            parts.append(f'<tspan class="badge pending"> ○{escape(_short_marker(m))}</tspan>')
+            parts.append(f'<tspan class="badge pending"> ○{_text(_short_marker(m))}</tspan>')
         for child in r.spawned:
-            link = f'<tspan class="spawn-link"> → spawned {escape(_short(child.id))}</tspan>'
+            link = f'<tspan class="spawn-link"> → spawned {_text(_short(child.id))}</tspan>'
             if session_href is not None:
                 link = f'<a class="spawn" href="{escape(session_href(child.id))}">{link}</a>'
             parts.append(link)
-        parts.append(f'<tspan class="text"> {escape(r.preview)}</tspan>')
+        parts.append(f'<tspan class="text"> {_text(r.preview)}</tspan>')
         out.append(f'<text x="{text_x}" y="{y + 4}">{"".join(parts)}</text>')
         out.append("</g>\n")
     out.append("</svg>\n")

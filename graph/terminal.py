@@ -41,6 +41,7 @@ __all__ = [
     "say",
     "settings",
     "visible",
+    "visible_bidi",
 ]
 
 SHORT_MIN = 8
@@ -68,6 +69,18 @@ def visible(text: str) -> str:
     reorder the rest of the line. Printable text is unchanged.
     """
     return text.translate(_CONTROL_TABLE)
+
+
+_BIDI_TABLE = str.maketrans({c: f"\\u{c:04x}" for c in _BIDI})
+
+
+def visible_bidi(text: str) -> str:
+    r"""Return ``text`` with only the bidirectional formatting characters made visible (``\u202e``).
+
+    For the web pages, where the other control characters do no harm but a right-to-left
+    override still reorders what follows it (``txt.exe`` read as ``exe.txt``).
+    """
+    return text.translate(_BIDI_TABLE)
 
 
 def error_line(message: str) -> str:

@@ -37,6 +37,8 @@ from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 
+from graph.terminal import visible_bidi
+
 __all__ = ["ALLOWED_TAGS", "render_markdown", "sanitize"]
 
 ALLOWED_TAGS = frozenset(
@@ -67,14 +69,20 @@ _WIKI = re.compile(r"\[\[([^\]\n]+)\]\]")
 
 
 def sanitize(html: str) -> str:
-    """The one sanitizer every rendered fragment goes through (nh3: tags, attributes, URL schemes)."""
-    return nh3.clean(
-        html,
-        tags=set(ALLOWED_TAGS),
-        attributes={k: set(v) for k, v in _ATTRIBUTES.items()},
-        url_schemes={"http", "https", "mailto"},
-        link_rel="noopener noreferrer",
-        strip_comments=True,
+    r"""The one sanitizer every rendered fragment goes through (nh3: tags, attributes, URL schemes).
+
+    Bidirectional formatting characters come out as visible ``\u202e``-style escapes (a
+    right-to-left override would reorder the page's text after it); they are never markup.
+    """
+    return visible_bidi(
+        nh3.clean(
+            html,
+            tags=set(ALLOWED_TAGS),
+            attributes={k: set(v) for k, v in _ATTRIBUTES.items()},
+            url_schemes={"http", "https", "mailto"},
+            link_rel="noopener noreferrer",
+            strip_comments=True,
+        )
     )
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -228,7 +229,7 @@ async def _graph(request: Request) -> Response:
     pic = drawing.picture(store, s)
     if fmt == "svg":
         return Response(
-            drawing.to_svg(pic, session_href=lambda sid: f"/sessions/{sid}"),
+            drawing.to_svg(pic, session_href=lambda sid: f"/sessions/{quote(sid)}"),
             media_type="image/svg+xml",
         )
     if fmt == "dot":

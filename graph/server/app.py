@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import markupsafe
 import orjson
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -36,6 +37,7 @@ from graph import walks
 from graph.errors import GraphError
 from graph.server.security import SecurityMiddleware
 from graph.store.base import BaseStore
+from graph.terminal import visible_bidi
 
 __all__ = [
     "ApiError",
@@ -326,7 +328,11 @@ def load_extensions(ctx: ServerContext) -> list[Extension]:
 
 
 def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
-    """Render a page (Jinja2, autoescaped) with the top bar's links."""
+    r"""Render a page (Jinja2, autoescaped) with the top bar's links.
+
+    Every value's bidirectional formatting characters are shown as ``\u202e``; the ``exact``
+    filter keeps a form field's value or an id as it is.
+    """
     env: jinja2.Environment = request.app.state.templates
     page = env.get_template(template).render(
         request=request, nav=request.app.state.nav, path=request.url.path, **context
@@ -360,6 +366,27 @@ async def _server_error(request: Request, exc: Exception) -> Response:
     return json_response(
         {"error": {"code": "INTERNAL", "message": f"{type(exc).__name__}: {exc}"}}, 500
     )
+
+
+def _shown(value: Any) -> Any:
+    """Every ``{{ value }}`` of a page: its bidirectional formatting characters made visible.
+
+    A right-to-left override in a transcript would otherwise reorder the text after it on the
+    page. Markup (the drawing, sanitized Markdown, :func:`_exact` values) is left as it is.
+    """
+    if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+        return visible_bidi(value)
+    return value
+
+
+def _exact(value: str) -> markupsafe.Markup:
+    r"""The ``exact`` filter: the value escaped but otherwise as it is.
+
+    For what is sent back: a form field a person edits (the core editor's text, a search box)
+    and an id a script reads, which must hold the characters they held (saving the core editor
+    would otherwise write the visible ``\u202e``).
+    """
+    return markupsafe.escape(value)
 
 
 def _format_number(value: float) -> str:
@@ -419,8 +446,10 @@ def create_app(
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_shown,
     )
     env.filters["number"] = _format_number
+    env.filters["exact"] = _exact
     app.state.store = store
     app.state.memo = ctx.memo
     app.state.templates = env

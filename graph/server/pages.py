@@ -12,6 +12,8 @@ Every text from a transcript goes through Jinja2's autoescape or the drawing mod
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from markupsafe import Markup, escape
 from starlette.requests import Request
 from starlette.responses import Response
@@ -21,6 +23,7 @@ from graph import drawing
 from graph.server.api import MAX_SESSIONS_PAGE, session_data, session_list, session_of
 from graph.server.app import ApiError, int_param, render
 from graph.store.base import BaseStore
+from graph.terminal import visible_bidi
 
 __all__ = ["routes"]
 
@@ -50,16 +53,16 @@ async def _sessions_page(request: Request) -> Response:
 
 
 def _marked(snippet: str, spans: tuple[tuple[int, int], ...]) -> Markup:
-    """A search snippet with its matched words in ``<mark>``, every character escaped."""
+    """A search snippet with its matched words in ``<mark>``, every character escaped (and shown)."""
     out: list[str] = []
     at = 0
     for start, end in sorted(spans):
         if start < at:
             continue
-        out.append(str(escape(snippet[at:start])))
-        out.append(f"<mark>{escape(snippet[start:end])}</mark>")
+        out.append(str(escape(visible_bidi(snippet[at:start]))))
+        out.append(f"<mark>{escape(visible_bidi(snippet[start:end]))}</mark>")
         at = end
-    out.append(str(escape(snippet[at:])))
+    out.append(str(escape(visible_bidi(snippet[at:]))))
     return Markup("".join(out))
 
 
@@ -70,7 +73,7 @@ async def _session_page(request: Request) -> Response:
     except ApiError as e:
         return render(request, "error.html", status=404, message=e.message)
     pic = drawing.picture(store, s)
-    svg = drawing.to_svg(pic, session_href=lambda sid: f"/sessions/{sid}", standalone=False)
+    svg = drawing.to_svg(pic, session_href=lambda sid: f"/sessions/{quote(sid)}", standalone=False)
     parent = None
     if s.parent_session is not None:
         try:

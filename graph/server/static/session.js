@@ -8,11 +8,15 @@
   const detail = panel.querySelector(".node-detail");
   const hint = panel.querySelector(".hint");
 
+  // Bidirectional formatting characters shown as \u202e-style escapes, as the server shows them:
+  // a right-to-left override in a transcript would reorder the page's text after it.
+  const shown = (t) => String(t).replace(/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
+    (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
   function row(dl, term, value) {
     const dt = document.createElement("dt");
     dt.textContent = term;
     const dd = document.createElement("dd");
-    dd.textContent = value;
+    dd.textContent = shown(value);
     dl.append(dt, dd);
   }
 
@@ -24,7 +28,7 @@
       { credentials: "same-origin" });
     const data = await res.json();
     if (!res.ok) {
-      hint.textContent = data.error ? data.error.message : "could not read the node";
+      hint.textContent = data.error ? shown(data.error.message) : "could not read the node";
       hint.hidden = false;
       detail.hidden = true;
       return;
@@ -47,7 +51,7 @@
     if (!text && Array.isArray(data.content)) {
       text = data.content.map((b) => b.type === "tool_call" ? `[tool call ${b.name}] ${JSON.stringify(b.arguments)}` : `[${b.type}]`).join("\n");
     }
-    detail.querySelector(".node-text").textContent = text || "(no text)";
+    detail.querySelector(".node-text").textContent = shown(text || "(no text)");
   }
 
   graph.addEventListener("click", (ev) => {

@@ -9,8 +9,12 @@
   const preview = document.getElementById("core-draft-preview");
   const rev = form.querySelector(".rev");
 
+  // Bidirectional formatting characters shown as \u202e-style escapes, as the server shows them.
+  const shown = (t) => String(t).replace(/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
+    (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
+
   function say(message, kind) {
-    status.textContent = message;
+    status.textContent = shown(message);
     status.className = "status" + (kind ? " " + kind : "");
   }
 

@@ -18,6 +18,10 @@
   let toastTimer = null;
   let toastId = null;
 
+  // Bidirectional formatting characters shown as \u202e-style escapes, as the server shows them:
+  // a right-to-left override in a transcript would reorder the page's text after it.
+  const shown = (t) => String(t).replace(/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
+    (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
   function rows() { return Array.from(list.querySelectorAll(".record")); }
   function updateCount() {
     count.textContent = `${rows().filter((r) => !r.hidden).length} records`;
@@ -87,12 +91,12 @@
     main.className = "record-main";
     const content = document.createElement("div");
     content.className = "record-content";
-    content.textContent = rec.content;
+    content.textContent = shown(rec.content);
     main.append(content);
     if (rec.snippet) {
       const s = document.createElement("div");
       s.className = "snippet";
-      s.textContent = `“${rec.snippet}”`;
+      s.textContent = `“${shown(rec.snippet)}”`;
       main.append(s);
     }
     const tags = document.createElement("div");
@@ -100,12 +104,12 @@
     for (const t of rec.tags) {
       const span = document.createElement("span");
       span.className = "tag";
-      span.textContent = t;
+      span.textContent = shown(t);
       tags.append(span);
     }
     const meta = document.createElement("span");
     meta.className = "meta";
-    meta.textContent = `${rec.topic} · ${rec.date}`;
+    meta.textContent = `${shown(rec.topic)} · ${rec.date}`;
     tags.append(meta);
     main.append(tags);
     const del = document.createElement("button");
