@@ -356,10 +356,15 @@ OPENAPI_PATHS: dict[str, Any] = {
                 _param(
                     "limit",
                     "query",
-                    {"type": "integer", "maximum": 200, "default": 20},
+                    {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_HITS, "default": 20},
                     "At most this many.",
                 ),
-                _param("offset", "query", {"type": "integer", "default": 0}, "Skip this many."),
+                _param(
+                    "offset",
+                    "query",
+                    {"type": "integer", "minimum": 0, "default": 0},
+                    "Skip this many.",
+                ),
             ],
             "responses": {
                 "200": {"description": "the hits, best first"},

@@ -71,6 +71,6 @@ def extension(
         nav=[NavLink("Memory", "/memory"), NavLink("Memory panel", "/memory/panel")],
         templates=HERE / "templates",
         static=HERE / "static",
-        openapi=api.OPENAPI_PATHS,
+        openapi=api.openapi_paths(),
         exception_handlers=api.error_handlers(),
     )

@@ -87,10 +87,21 @@ from memory.web.data import (
 )
 from memory.workspace import MemoryWorkspace
 
-__all__ = ["MAX_GRACE", "OPENAPI_PATHS", "MemoryHandle", "error_handlers", "routes"]
+__all__ = [
+    "MAX_GRACE",
+    "MAX_RECENT",
+    "OPENAPI_PATHS",
+    "openapi_paths",
+    "MemoryHandle",
+    "error_handlers",
+    "routes",
+]
 
 MAX_GRACE = 600.0
 """The longest undo grace a DELETE may ask for, in seconds."""
+
+MAX_RECENT = caps.MAX_RESULTS_PER_PAGE * 10
+"""The most records one ``/api/memory/recent`` answer lists (500)."""
 
 
 class MemoryHandle:
@@ -420,7 +431,7 @@ def routes(handle: MemoryHandle, store: BaseStore, memo: Memo | None = None) -> 
             "limit",
             handle.recent_limit,
             low=1,
-            high=caps.MAX_RESULTS_PER_PAGE * 10,
+            high=MAX_RECENT,
             cap="MAX_RECENT",
         )
         rows = handle.cached(
@@ -573,7 +584,10 @@ OPENAPI_PATHS: dict[str, Any] = {
         },
         "delete": {
             "summary": "Delete a record (undoable for grace seconds)",
-            "parameters": [_RID, _p("grace", "query", {"type": "number", "maximum": MAX_GRACE})],
+            "parameters": [
+                _RID,
+                _p("grace", "query", {"type": "number", "minimum": 0, "maximum": MAX_GRACE}),
+            ],
             "responses": {"200": _OK, "404": _E, "422": _E},
         },
     },
@@ -589,8 +603,17 @@ OPENAPI_PATHS: dict[str, Any] = {
             "summary": "Lexical search; no match is 200 []",
             "parameters": [
                 _p("q", "query", {"type": "string", "maxLength": caps.MAX_QUERY_CHARS}),
-                _p("page", "query", {"type": "integer"}),
-                _p("per_page", "query", {"type": "integer", "maximum": caps.MAX_RESULTS_PER_PAGE}),
+                _p("page", "query", {"type": "integer", "minimum": 1, "default": 1}),
+                _p(
+                    "per_page",
+                    "query",
+                    {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": caps.MAX_RESULTS_PER_PAGE,
+                        "default": caps.DEFAULT_RESULTS_PER_PAGE,
+                    },
+                ),
             ],
             "responses": {"200": _OK, "422": _E},
         }
@@ -627,7 +650,13 @@ OPENAPI_PATHS: dict[str, Any] = {
     "/api/memory/recent": {
         "get": {
             "summary": "The newest records",
-            "parameters": [_p("limit", "query", {"type": "integer"})],
+            "parameters": [
+                _p(
+                    "limit",
+                    "query",
+                    {"type": "integer", "minimum": 1, "maximum": MAX_RECENT},
+                )
+            ],
             "responses": {"200": _OK},
         }
     },
@@ -639,3 +668,58 @@ OPENAPI_PATHS: dict[str, Any] = {
     },
 }
 """OpenAPI ``paths`` of the memory routes."""
+
+
+def _inline(schema: dict[str, Any]) -> dict[str, Any]:
+    """A pydantic JSON schema with its ``$defs`` put in place (none of these models is recursive).
+
+    A ``$ref`` inside an OpenAPI operation resolves against the whole document, not the schema,
+    so the definitions cannot stay under the schema's own ``$defs``.
+    """
+    defs = schema.pop("$defs", {})
+
+    def put(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return put(dict(defs[ref.rsplit("/", 1)[1]]))
+            return {k: put(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [put(v) for v in node]
+        return node
+
+    out: dict[str, Any] = put(schema)
+    return out
+
+
+def _body(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
+def openapi_paths() -> dict[str, Any]:
+    """:data:`OPENAPI_PATHS` with each write route's JSON body schema (built from its models).
+
+    Built when the server starts (the models' schemas are not needed before): ``POST
+    /api/memory/records`` takes a record to save, ``POST /api/memory/changes`` the changes and an
+    optional base revision, ``PUT /api/memory/core`` the core topic's text and its base revision,
+    ``POST /api/memory/preview`` the Markdown to render.
+    """
+    text = {"type": "string"}
+    bodies = {
+        ("/api/memory/records", "post"): _inline(_Save.model_json_schema()),
+        ("/api/memory/changes", "post"): _inline(_Changes.model_json_schema()),
+        ("/api/memory/core", "put"): {
+            "type": "object",
+            "properties": {"text": text, "revision": {"type": "integer"}},
+            "required": ["text", "revision"],
+        },
+        ("/api/memory/preview", "post"): {
+            "type": "object",
+            "properties": {"text": text},
+            "required": ["text"],
+        },
+    }
+    paths = {path: {m: dict(op) for m, op in ops.items()} for path, ops in OPENAPI_PATHS.items()}
+    for (path, method), schema in bodies.items():
+        paths[path][method]["requestBody"] = _body(schema)
+    return paths
