@@ -28,6 +28,7 @@ from memory.workspace import MemoryWorkspace
 
 __all__ = [
     "DEFAULT_GRACE",
+    "MAX_GRACE_SECONDS",
     "Clock",
     "GraceExpiredError",
     "NothingToUndoError",
@@ -41,6 +42,10 @@ __all__ = [
 
 DEFAULT_GRACE = 10.0
 """Seconds a deleted record can be taken back (the command line's default)."""
+
+MAX_GRACE_SECONDS = 1e12
+"""The longest grace :func:`delete_record` takes, in seconds (some 31,700 years): its end, in
+microseconds since the epoch, must fit the 64-bit column that keeps it."""
 
 Clock = Callable[[], float]
 """Returns the current time in seconds since the Unix epoch (``time.time``)."""
@@ -191,19 +196,25 @@ def delete_record(
     Args:
         ws: The workspace.
         ref: The record id or a unique prefix.
-        grace: Seconds during which :func:`undo_delete` can take the deletion back; 0 deletes for good.
+        grace: Seconds during which :func:`undo_delete` can take the deletion back; 0 deletes for good
+            (at most :data:`MAX_GRACE_SECONDS`).
         clock: Seconds since the epoch.
 
     Returns:
         The tombstone (its ``expires_at`` equals ``deleted_at`` when ``grace`` is 0).
 
     Raises:
+        ValueError: ``grace`` is negative, not a number, infinite or over
+            :data:`MAX_GRACE_SECONDS`; nothing changed.
         UnknownRecordError: no record, or several, match ``ref``.
         RejectedError: the transaction refused the deletion; nothing changed.
         WorkspaceBusyError: another writer holds the lock.
     """
-    if grace < 0:
-        raise ValueError(f"grace must be 0 or more seconds, got {grace}")
+    if not 0 <= grace <= MAX_GRACE_SECONDS:  # NaN fails too
+        raise ValueError(
+            f"grace must be 0 to {MAX_GRACE_SECONDS:g} seconds, got {grace}: "
+            "give a finite number of seconds"
+        )
     purge_expired(ws, clock)
     st = ws.state()
     rid = resolve_record(ws, ref, list(st.records))
