@@ -52,14 +52,19 @@ Clock = Callable[[], float]
 
 
 class NothingToUndoError(MemoryLayerError, LookupError):
-    """There is no tombstone for this record: it was never deleted, or was purged long ago.
+    """There is no deletion of this record to undo.
+
+    It was never deleted, was purged long ago, or is a record again (a restore brought it back).
 
     Attributes:
         record_id: The record id given.
+        why: Which of those, when known (appended to the message).
     """
 
-    def __init__(self, record_id: str) -> None:
-        super().__init__(f"record {record_id} has no deletion to undo")
+    def __init__(self, record_id: str, why: str = "") -> None:
+        super().__init__(
+            f"record {record_id} has no deletion to undo" + (f": {why}" if why else "")
+        )
         self.record_id = record_id
 
 
@@ -255,7 +260,8 @@ def undo_delete(ws: MemoryWorkspace, ref: str, *, clock: Clock = _time.time) -> 
         The restored record.
 
     Raises:
-        NothingToUndoError: no tombstone matches ``ref``.
+        NothingToUndoError: no tombstone matches ``ref``, or the record is back already (a restore
+            of an earlier revision brought it back; its tombstone is dropped).
         GraceExpiredError: the grace period ended; the tombstone is purged and the record gone for good.
         RejectedError: ``DANGLING_LINK`` (it links a record that is gone since) or ``SOURCE_MISSING``;
             nothing changed.
@@ -277,8 +283,13 @@ def undo_delete(ws: MemoryWorkspace, ref: str, *, clock: Clock = _time.time) -> 
             purge_expired(ws, clock)
             raise GraceExpiredError(rid, stone.expires_at)
         rec = stone.record
-        _check_restorable(ws, rec)
         st = ws.state()
+        if rid in st.records:
+            # Brought back meanwhile (a restore of an earlier revision): nothing is left to undo.
+            with ws.atomic() as c:
+                c.execute("DELETE FROM tombstones WHERE record_id = ?", (rid,))
+            raise NothingToUndoError(rid, "it is a record again (restored since it was deleted)")
+        _check_restorable(ws, rec)
         order = st.order.get(rec.topic, [])
         pos = (
             order.index(stone.after) + 1

@@ -1,4 +1,4 @@
-"""Deleting with a grace that is no number of seconds.
+"""Deleting with a grace that is no number of seconds, and undoing a deletion a restore took back.
 
 ``delete_record(grace=inf)`` (and ``memory delete --grace inf``) failed converting the grace's end
 to microseconds: the command line called it an internal error, ``nan`` said only "cannot convert
@@ -6,6 +6,10 @@ float NaN to integer", and a grace over what the 64-bit column holds failed in t
 grace must be a finite number of seconds from 0 to ``MAX_GRACE_SECONDS``, refused by name before
 anything changes.
 
+Undoing a deletion after ``restore`` had brought the record back (with its own id) failed in the
+database (``UNIQUE constraint failed: records.id``), which the server answered as a retryable
+``503 WORKSPACE_UNAVAILABLE``. There is nothing left to undo then: the undo says so
+(``NothingToUndoError``, the server's ``404 NOTHING_TO_UNDO``) and the stale tombstone is dropped.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import pytest
 from memory import MemoryWorkspace, add_memory
 from memory.tombstones import (
     MAX_GRACE_SECONDS,
+    NothingToUndoError,
     delete_record,
     tombstones,
     undo_delete,
@@ -57,3 +62,40 @@ def test_memory_delete_with_such_a_grace_is_one_error_line(tmp_path: Path, grace
     assert len(lines) == 1 and lines[0].startswith("error: ") and "grace" in lines[0], lines
     assert "internal error" not in lines[0] and "Traceback" not in done.stderr
     assert [r.id for r in MemoryWorkspace(ws).records()] == [rec.id]
+
+
+def test_undoing_a_deletion_a_restore_took_back_says_nothing_is_left(tmp_path: Path) -> None:
+    ws = MemoryWorkspace(tmp_path / "ws")
+    rec = add_memory(ws, "Deploys wait for the freeze.")
+    other = add_memory(ws, "Releases ship on Tuesdays.")
+    before = ws.revision
+    delete_record(ws, rec.id, grace=60)
+    ws.restore_revision(before)  # brings the record back with its own id
+    assert {r.id for r in ws.records()} == {rec.id, other.id}
+    revision = ws.revision
+    with pytest.raises(NothingToUndoError, match="record again"):
+        undo_delete(ws, rec.id)
+    assert tombstones(ws) == [] and ws.revision == revision
+    assert sorted(r.id for r in ws.records()) == sorted([rec.id, other.id])
+    with pytest.raises(NothingToUndoError):
+        undo_delete(ws, rec.id)
+
+
+def test_the_server_answers_it_as_nothing_to_undo(tmp_path: Path) -> None:
+    from tests.serverkit import client, make_app, written_store
+
+    store, path = written_store(tmp_path)
+    api = client(make_app(store, path))
+    saved = api.post(
+        "/api/memory/records",
+        json={
+            "content": "Deploys wait.",
+            "sources": [{"source": "", "label": "l", "snippet": "s"}],
+        },
+    ).json()
+    before = api.get("/api/memory/core").json()["revision"]
+    assert api.delete(f"/api/memory/records/{saved['id']}?grace=60").status_code == 200
+    with MemoryWorkspace(path) as ws:
+        ws.restore_revision(before)
+    r = api.post(f"/api/memory/records/{saved['id']}/undo")
+    assert r.status_code == 404 and r.json()["error"]["code"] == "NOTHING_TO_UNDO", r.text
