@@ -334,13 +334,16 @@ def apply_edits(ws: MemoryWorkspace, directory: str | Path) -> tuple[list[str], 
             changed.
         WorkspaceBusyError: another writer holds the lock.
     """
-    changes, parsed = edited_changes(ws, directory)
-    if not changes.changes:
-        return [], []
-    try:
-        result = ws.apply(changes, batch=None, kind="edit")
-    except RejectedError as e:
-        raise _locate(parsed, e) from None
+    # One hold of the lock from the freshness check to the install: a writer installing in
+    # between would otherwise have its change undone by a file rendered before it.
+    with ws.write_lock():
+        changes, parsed = edited_changes(ws, directory)
+        if not changes.changes:
+            return [], []
+        try:
+            result = ws.apply(changes, batch=None, kind="edit")
+        except RejectedError as e:
+            raise _locate(parsed, e) from None
     return sorted(result.topics), [*result.updated, *result.created]
 
 

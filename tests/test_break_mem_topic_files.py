@@ -67,3 +67,49 @@ def test_editing_one_record_leaves_its_neighbours_as_they_were(tmp_path: Path) -
     after = {r.id: r.content for r in ws.records()}
     assert after[kept[0].id] == "Deploys hold for the freeze."
     assert [after[r.id] for r in kept[1:]] == [r.content for r in kept[1:]]
+
+
+def test_a_writer_installing_during_an_edit_is_never_undone_by_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The edit's freshness check and its install hold the write lock once, with nothing between.
+
+    Before, a writer could install after the check (the files still matched the revision) and
+    before the edit's install, which then put the file's older text back over the writer's.
+    """
+    from memory import editing
+    from memory.changes import ChangeSet, SourceRef, UpdateRecord
+    from memory.errors import WorkspaceBusyError
+
+    ws = MemoryWorkspace(tmp_path / "ws")
+    first = add_memory(ws, "Deploys wait for the freeze.")
+    second = add_memory(ws, "Releases ship on Tuesdays.")
+    staged = tmp_path / "edit"
+    (file,) = stage_topics(ws, staged)
+    file.write_text(file.read_text("utf-8").replace("Deploys wait", "Deploys hold", 1))
+    writer = MemoryWorkspace(tmp_path / "ws")  # another writer: its own lock handle
+    outcome: list[str] = []
+    checked = editing.edited_changes
+
+    def check_then_write(*args: object, **kwargs: object) -> object:
+        found = checked(*args, **kwargs)  # type: ignore[arg-type]
+        ref = SourceRef(source="", label="saved by hand", snippet="Releases ship on Fridays.")
+        change = UpdateRecord(
+            memory_id=second.id, content="Releases ship on Fridays.", sources=(ref,)
+        )
+        try:
+            with writer.write_lock(0.05):
+                writer.apply(ChangeSet(changes=(change,)))
+            outcome.append("writer installed")
+        except WorkspaceBusyError:
+            outcome.append("writer busy")
+        return found
+
+    monkeypatch.setattr(editing, "edited_changes", check_then_write)
+    apply_edits(ws, staged)
+    contents = {r.id: r.content for r in ws.records()}
+    assert outcome == ["writer busy"]
+    assert contents == {
+        first.id: "Deploys hold for the freeze.",
+        second.id: "Releases ship on Tuesdays.",
+    }
