@@ -217,7 +217,9 @@ def routes(handle: MemoryHandle, store: BaseStore, memo: Memo | None = None) -> 
         raw = request.query_params.get("count")
         count: int | None = None
         if raw:
-            count = int_value("count", raw)
+            # Any integer is clamped to 1..30, as everywhere; one past 64 bits is echoed (as
+            # ``requested``) saturated, since JSON answers carry 64-bit integers.
+            count = max(-(2**63), min(int_value("count", raw, any_size=True), 2**63 - 1))
         before = request.query_params.get("before") or None
         msgs = memo.messages(store, sid)
         try:
