@@ -67,10 +67,14 @@ class EditFolderError(MemoryLayerError, ValueError):
 
 
 def _read_utf8(file: Path) -> str:
-    """A topic file's text; bytes that are not UTF-8 are refused at their line and column."""
+    """A topic file's text; bytes that are not UTF-8 are refused at their line and column.
+
+    A file whose every line ends with CR LF (an editor saving Windows line ends) is read with LF
+    line ends, as it was rendered; a file that mixes them is read as it is.
+    """
     raw = file.read_bytes()
     try:
-        return raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         line = raw.count(b"\n", 0, e.start) + 1
         column = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
@@ -80,6 +84,9 @@ def _read_utf8(file: Path) -> str:
             Rejection.MALFORMED,
             f"not UTF-8 (byte 0x{raw[e.start]:02x} at column {column}); save the file as UTF-8",
         ) from None
+    if "\r\n" in text and text.count("\r\n") == text.count("\n"):
+        return text.replace("\r\n", "\n")
+    return text
 
 
 def _check_folder(root: Path) -> None:

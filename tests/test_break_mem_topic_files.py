@@ -113,3 +113,26 @@ def test_a_writer_installing_during_an_edit_is_never_undone_by_it(
         first.id: "Deploys hold for the freeze.",
         second.id: "Releases ship on Tuesdays.",
     }
+
+
+def test_a_file_saved_with_windows_line_ends_reads_as_rendered(tmp_path: Path) -> None:
+    """An editor that saves CR LF line ends: the edit applies as made, nothing else changes.
+
+    Before, every such save was refused with "the first line must be '# notes'" (it was, with a
+    CR after it).
+    """
+    ws = MemoryWorkspace(tmp_path / "ws")
+    kept = add_memory(ws, "Deploys wait\nfor the freeze.", tags=("ops",), headings=("Release",))
+    edited = add_memory(ws, "Releases ship on Tuesdays.")
+    staged = tmp_path / "edit"
+    (file,) = stage_topics(ws, staged)
+    rendered = file.read_bytes()
+    file.write_bytes(rendered.replace(b"\n", b"\r\n"))
+    assert apply_edits(ws, staged) == ([], [])  # the same text, other line ends: no change
+    file.write_bytes(rendered.replace(b"\n", b"\r\n").replace(b"Tuesdays", b"Fridays"))
+    assert apply_edits(ws, staged) == (["notes"], [edited.id])
+    after = {r.id: (r.content, r.headings, r.tags) for r in ws.records()}
+    assert after == {
+        kept.id: ("Deploys wait\nfor the freeze.", ("Release",), ("ops",)),
+        edited.id: ("Releases ship on Fridays.", (), ()),
+    }
