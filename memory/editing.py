@@ -30,6 +30,7 @@ save with nothing to cite (its snippet must not be empty).
 
 from __future__ import annotations
 
+import codecs
 import json
 from collections.abc import Iterable
 from pathlib import Path
@@ -70,9 +71,12 @@ def _read_utf8(file: Path) -> str:
     """A topic file's text; bytes that are not UTF-8 are refused at their line and column.
 
     A file whose every line ends with CR LF (an editor saving Windows line ends) is read with LF
-    line ends, as it was rendered; a file that mixes them is read as it is.
+    line ends, as it was rendered; a file that mixes them is read as it is. A byte order mark
+    before the first line (Windows editors write one) is not part of the text.
     """
     raw = file.read_bytes()
+    if raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8) :]
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:

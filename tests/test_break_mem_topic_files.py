@@ -136,3 +136,19 @@ def test_a_file_saved_with_windows_line_ends_reads_as_rendered(tmp_path: Path) -
         kept.id: ("Deploys wait\nfor the freeze.", ("Release",), ("ops",)),
         edited.id: ("Releases ship on Fridays.", (), ()),
     }
+
+
+@pytest.mark.parametrize("crlf", [False, True], ids=["lf", "crlf"])
+def test_a_file_saved_with_a_byte_order_mark_reads_as_rendered(tmp_path: Path, crlf: bool) -> None:
+    """Windows editors save UTF-8 with a byte order mark; it is not part of the first line.
+
+    Before, the file was refused with "the first line must be '# notes'".
+    """
+    ws = MemoryWorkspace(tmp_path / "ws")
+    rec = add_memory(ws, "Releases ship on Tuesdays.")
+    staged = tmp_path / "edit"
+    (file,) = stage_topics(ws, staged)
+    text = file.read_bytes().replace(b"Tuesdays", b"Fridays")
+    file.write_bytes(b"\xef\xbb\xbf" + (text.replace(b"\n", b"\r\n") if crlf else text))
+    assert apply_edits(ws, staged) == (["notes"], [rec.id])
+    assert [r.content for r in ws.records()] == ["Releases ship on Fridays."]
