@@ -4,7 +4,8 @@
 ``/api/lookup/sessions/{id}/transcript?count=`` refused a count past 64 bits with ``422
 OUT_OF_RANGE`` while it clamped ``count=2**62``: one more digit turned the documented clamp into
 an error. Every integer is clamped (and the note says so); what is not an integer is ``422
-MALFORMED``, an unknown session or node 404, a node off the head's branch 422.
+MALFORMED``, an unknown session or node 404, a node off the head's branch 422. The memory panel's
+``delay`` is clamped the same way, whatever its digits.
 """
 
 from __future__ import annotations
@@ -63,3 +64,16 @@ def test_unknown_ids_and_windows_past_the_end(api: TestClient, tmp_path: Path) -
     first = api.get(URL, params={"count": "30"}).json()["messages"][0]["id"]
     r = api.get(URL, params={"before": first})
     assert r.status_code == 200 and r.json()["returned"] == 0 and r.json()["next_before"] is None
+
+
+@pytest.mark.parametrize(
+    ("delay", "ms"),
+    [("²", 5000), ("9" * 5000, 30_000), ("0" * 5000 + "700", 700), ("100", 500), ("x", 5000)],
+    ids=["superscript-two", "5000-digits", "leading-zeros", "below", "not-a-number"],
+)
+def test_the_panels_delay_is_clamped_or_defaulted(api: TestClient, delay: str, ms: int) -> None:
+    """``/memory/panel?delay=``: "²" passed ``str.isdigit`` and failed ``int`` (500), as did a
+    number past Python's 4300-digit conversion limit."""
+    r = api.get("/memory/panel", params={"delay": delay})
+    assert r.status_code == 200, r.text
+    assert f'data-delay-ms="{ms}"' in r.text
