@@ -11,6 +11,8 @@ What an edit may do:
 
 * change a record's content lines, its ``<!-- record {...} -->`` tags and time, its headings, or the
   label and snippet of its footnotes; reorder blocks; point a footnote at another archived source;
+  move a record to another topic (cut its block and footnotes from one file, paste them into
+  another);
 * add a record: a block without an anchor whose last line ends with footnote references
   (``[^any-label]``) defined below as ``[^any-label]: [label](source:<source-id> "<snippet JSON>")``.
 

@@ -321,6 +321,8 @@ def _place(state: State, ids: list[str], dest: Destination, i: int) -> None:
 def _unplace(state: State, ids: Collection[str]) -> None:
     gone = set(ids)
     for topic in {state.records[r].topic for r in gone}:
+        if topic not in state.order:
+            continue  # left out by a rewrite of its topic, placed nowhere yet
         state.order[topic] = [r for r in state.order[topic] if r not in gone]
         if not state.order[topic]:
             del state.order[topic]
@@ -413,6 +415,7 @@ def plan(
     after = state.copy()
     deleted: set[str] = set()
     created: list[str] = []
+    left_out: set[str] = set()  # records a rewrite_topic left out of its topic (see _rewrite)
     for i, ch in enumerate(changes.changes):
         if isinstance(ch, CreateRecord):
             _check_fields(ch.content, ch.sources, ch.tags, ch.time, ch.destination.headings, i)
@@ -456,7 +459,13 @@ def plan(
                 )
             _place(after, ids, ch.destination, i)
         else:
-            _rewrite(after, ch, i, now, make_id, created)
+            _rewrite(after, ch, i, now, make_id, created, left_out)
+    for rid in left_out:
+        # Left out of its topic and placed by no later change (a rewrite of the topic it moved
+        # to, a move): it is gone, and RECORD_LOST below says so unless it was deleted.
+        kept = after.records.get(rid)
+        if kept is not None and rid not in after.order.get(kept.topic, ()):
+            del after.records[rid]
     for rid in state.records.keys() - after.records.keys() - deleted:
         raise _reject(
             Rejection.RECORD_LOST,
@@ -517,7 +526,13 @@ def plan_in_steps(
 
 
 def _rewrite(
-    state: State, ch: RewriteTopic, i: int, now: int, make_id: Callable[[], str], created: list[str]
+    state: State,
+    ch: RewriteTopic,
+    i: int,
+    now: int,
+    make_id: Callable[[], str],
+    created: list[str],
+    left_out: set[str],
 ) -> None:
     _check_topic(ch.topic_path, i)
     ids: list[str] = []
@@ -550,11 +565,12 @@ def _rewrite(
                 time=tr.time,
             )
         ids.append(rid)
-    # Records of the topic that the rewrite leaves out are dropped here; RECORD_LOST catches them
-    # unless another change deleted them or moved them elsewhere.
+    # Records of the topic that the rewrite leaves out stay known, placed nowhere, until every
+    # change has run: a later change may place them elsewhere (a record cut from one topic file
+    # and pasted into another, whichever topic comes first); the others are dropped at the end.
     for rid in state.order.pop(ch.topic_path, []):
         if rid not in ids:
-            del state.records[rid]
+            left_out.add(rid)
     if ids:
         state.order[ch.topic_path] = ids
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from memory import MemoryWorkspace, Rejection, add_memory
-from memory.editing import apply_edits, stage_topics
+from memory.editing import EditError, apply_edits, stage_topics
 from memory.errors import RejectedError
 from memory.topic_files import parse_topic, render_topic
 
@@ -152,3 +152,76 @@ def test_a_file_saved_with_a_byte_order_mark_reads_as_rendered(tmp_path: Path, c
     file.write_bytes(b"\xef\xbb\xbf" + (text.replace(b"\n", b"\r\n") if crlf else text))
     assert apply_edits(ws, staged) == (["notes"], [rec.id])
     assert [r.content for r in ws.records()] == ["Releases ship on Fridays."]
+
+
+def _cut_and_paste(src: Path, dst: Path, rid: str) -> None:
+    """Move a record's block and its footnotes from one staged topic file to another."""
+    lines = src.read_text("utf-8").split("\n")
+    block = [ln for ln in lines if ln.endswith(f"^{rid}")]
+    notes = [ln for ln in lines if ln.startswith(f"[^{rid}-")]
+    assert len(block) == 1 and notes
+    src.write_text("\n".join(ln for ln in lines if ln not in block and ln not in notes), "utf-8")
+    body, sep, defs = dst.read_text("utf-8").rstrip("\n").rpartition("\n\n")
+    dst.write_text(f"{body}\n\n{block[0]}{sep}{defs}\n" + "\n".join(notes) + "\n", "utf-8")
+
+
+@pytest.mark.parametrize(
+    ("src", "dst"),
+    [("alpha", "omega"), ("omega", "alpha")],
+    ids=["to-a-later-topic", "to-an-earlier-one"],
+)
+def test_a_record_cut_from_one_file_and_pasted_into_another_moves(
+    tmp_path: Path, src: str, dst: str
+) -> None:
+    """Before, the move worked only towards a topic sorting before its own: the other way, the
+    rewrite of its old topic dropped it first, and the new topic's file named an unknown record."""
+    ws = MemoryWorkspace(tmp_path / "ws")
+    moved = add_memory(ws, "Deploys wait for the freeze.", topic=src)
+    stays = add_memory(ws, "Releases ship on Tuesdays.", topic=src)
+    there = add_memory(ws, "Tags are signed.", topic=dst)
+    staged = tmp_path / "edit"
+    files = {f.stem: f for f in stage_topics(ws, staged)}
+    _cut_and_paste(files[src], files[dst], moved.id)
+    topics, _ = apply_edits(ws, staged)
+    assert topics == sorted([src, dst])
+    assert [r.id for r in ws.records(src)] == [stays.id]
+    assert [r.id for r in ws.records(dst)] == [there.id, moved.id]
+    assert ws.record(moved.id).content == "Deploys wait for the freeze."
+
+
+def _block(file: Path, rid: str) -> tuple[str, list[str]]:
+    lines = file.read_text("utf-8").split("\n")
+    return next(ln for ln in lines if ln.endswith(f"^{rid}")), [
+        ln for ln in lines if ln.startswith(f"[^{rid}-")
+    ]
+
+
+def test_two_records_swapped_between_files_swap(tmp_path: Path) -> None:
+    ws = MemoryWorkspace(tmp_path / "ws")
+    a = add_memory(ws, "Deploys wait for the freeze.", topic="alpha")
+    b = add_memory(ws, "Tags are signed.", topic="omega")
+    staged = tmp_path / "edit"
+    files = {f.stem: f for f in stage_topics(ws, staged)}
+    (a_line, a_notes), (b_line, b_notes) = (
+        _block(files["alpha"], a.id),
+        _block(files["omega"], b.id),
+    )
+    files["alpha"].write_text(f"# alpha\n\n{b_line}\n\n" + "\n".join(b_notes) + "\n", "utf-8")
+    files["omega"].write_text(f"# omega\n\n{a_line}\n\n" + "\n".join(a_notes) + "\n", "utf-8")
+    apply_edits(ws, staged)
+    assert [r.id for r in ws.records("alpha")] == [b.id]
+    assert [r.id for r in ws.records("omega")] == [a.id]
+
+
+def test_a_record_cut_and_pasted_nowhere_is_still_lost(tmp_path: Path) -> None:
+    ws = MemoryWorkspace(tmp_path / "ws")
+    gone = add_memory(ws, "Deploys wait for the freeze.", topic="alpha")
+    add_memory(ws, "Releases ship on Tuesdays.", topic="alpha")
+    staged = tmp_path / "edit"
+    (file,) = stage_topics(ws, staged)
+    lines = file.read_text("utf-8").split("\n")
+    file.write_text("\n".join(ln for ln in lines if gone.id not in ln), "utf-8")
+    with pytest.raises(EditError) as e:
+        apply_edits(ws, staged)
+    assert e.value.reason is Rejection.RECORD_LOST and gone.id in str(e.value)
+    assert len(ws.records()) == 2
