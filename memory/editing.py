@@ -173,13 +173,16 @@ def edited_changes(
             "'sessiongraph memory delete RECORD' instead",
         )
     parsed: list[ParsedTopic] = []
+    unchanged: set[str] = set()
     for topic, file in files.items():
         text = _read_utf8(file)
         if current.get(topic) == text:
+            unchanged.add(topic)
             continue
         p = parse_topic(text, str(file), topic)
         _check_records(p, st, ws)
         parsed.append(p)
+    _check_copies(parsed, st, unchanged, root)
     _check_lost(parsed, st)
     return ChangeSet(changes=tuple(p.change for p in parsed)), parsed
 
@@ -295,6 +298,30 @@ def _at(p: ParsedTopic, n: int, e: RejectedError) -> EditError:
     elif e.reason is Rejection.UNKNOWN_POSITION:
         line = 1
     return EditError(p.path, line, e.reason, e.detail, record_id=rec.memory_id)
+
+
+def _check_copies(
+    parsed: Iterable[ParsedTopic], st: State, unchanged: set[str], root: Path
+) -> None:
+    """Refuse a record pasted into another topic's file while its own file still holds it.
+
+    Only changed files are read back, so the copy would otherwise move the record out of the
+    unchanged file that still shows it.
+    """
+    for p in parsed:
+        for rec, line in zip(p.change.records, p.record_lines, strict=True):
+            rid = rec.memory_id
+            home = st.records[rid].topic if rid is not None and rid in st.records else None
+            if home is not None and home != p.change.topic_path and home in unchanged:
+                raise EditError(
+                    p.path,
+                    line,
+                    Rejection.MALFORMED,
+                    f"record {rid} is also in {root / 'topics' / home}.md; a record is in one "
+                    "topic: cut it from that file to move it here, or give this copy no anchor "
+                    "to make a new record",
+                    record_id=rid,
+                )
 
 
 def _check_lost(parsed: Iterable[ParsedTopic], st: State) -> None:

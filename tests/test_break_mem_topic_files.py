@@ -225,3 +225,21 @@ def test_a_record_cut_and_pasted_nowhere_is_still_lost(tmp_path: Path) -> None:
         apply_edits(ws, staged)
     assert e.value.reason is Rejection.RECORD_LOST and gone.id in str(e.value)
     assert len(ws.records()) == 2
+
+
+def test_a_record_pasted_into_another_file_but_not_cut_is_refused(tmp_path: Path) -> None:
+    """Only changed files are read back: the copy moved the record out of the file still showing it."""
+    ws = MemoryWorkspace(tmp_path / "ws")
+    copied = add_memory(ws, "Deploys wait for the freeze.", topic="alpha")
+    add_memory(ws, "Tags are signed.", topic="omega")
+    staged = tmp_path / "edit"
+    files = {f.stem: f for f in stage_topics(ws, staged)}
+    line, notes = _block(files["alpha"], copied.id)
+    body = files["omega"].read_text("utf-8")
+    files["omega"].write_text(body + "\n" + line + "\n\n" + "\n".join(notes) + "\n", "utf-8")
+    revision = ws.revision
+    with pytest.raises(EditError) as e:
+        apply_edits(ws, staged)
+    assert e.value.reason is Rejection.MALFORMED and "alpha.md" in str(e.value)
+    assert e.value.path.endswith("omega.md") and e.value.record_id == copied.id
+    assert ws.revision == revision and ws.record(copied.id).topic == "alpha"
