@@ -153,7 +153,8 @@ def edited_changes(
 
     Raises:
         EditFolderError: ``directory`` does not exist, is a file, or holds neither topic files
-            (``topics/**/*.md``) nor the ``views.json`` of a rendering.
+            (``topics/**/*.md``) nor the ``views.json`` of a rendering; or a ``*.md`` there is a
+            folder (or a link to none).
         EditError: a file cannot be read (or is not UTF-8), names an unknown record or source, or
             drops a record (``RECORD_LOST``), at its file and line.
     """
@@ -164,6 +165,9 @@ def edited_changes(
     st = ws.state()
     current = _rendered(ws)
     files = {_topic_of(root, f): f for f in sorted((root / "topics").rglob("*.md"))}
+    for file in files.values():
+        if not file.is_file():  # a folder named like a topic file
+            raise EditFolderError(file, "is not a file; a topic file is a Markdown file")
     for topic in sorted(current.keys() - files.keys()):
         raise EditError(
             str(root / "topics" / f"{topic}.md"),

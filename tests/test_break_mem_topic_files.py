@@ -243,3 +243,22 @@ def test_a_record_pasted_into_another_file_but_not_cut_is_refused(tmp_path: Path
     assert e.value.reason is Rejection.MALFORMED and "alpha.md" in str(e.value)
     assert e.value.path.endswith("omega.md") and e.value.record_id == copied.id
     assert ws.revision == revision and ws.record(copied.id).topic == "alpha"
+
+
+@pytest.mark.parametrize("kind", ["folder", "dangling-link"])
+def test_a_topic_file_that_is_no_file_is_refused_by_name(tmp_path: Path, kind: str) -> None:
+    """Before, a folder named ``x.md`` among the topic files raised a bare IsADirectoryError."""
+    from memory.editing import EditFolderError
+
+    ws = MemoryWorkspace(tmp_path / "ws")
+    add_memory(ws, "Deploys wait for the freeze.")
+    staged = tmp_path / "edit"
+    (file,) = stage_topics(ws, staged)
+    odd = file.with_name("odd.md")
+    if kind == "folder":
+        odd.mkdir()
+    else:
+        odd.symlink_to(tmp_path / "nowhere.md")
+    with pytest.raises(EditFolderError, match="odd.md: is not a file"):
+        apply_edits(ws, staged)
+    assert len(ws.records()) == 1
