@@ -5,18 +5,28 @@ Opening ``/?token=...`` answers with the cookie and a redirect to the URL withou
 session id of its own, say ``/sessions/ünïcode``) made the server fail (500), an encoded line
 break went into the header, and ``/%2F%2Fhost`` or ``/\\host`` became a ``Location`` a browser
 follows to another server. The path is now percent-encoded and always a path of this server.
+
+And every write route, the memory package's included, refuses a cookie-authenticated request
+without this server's Origin (none, another site, ``null``, a look-alike host, another scheme)
+and changes nothing.
 """
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
+from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from graph import MemorySessionStore
-from graph.server import create_app
+from graph.server import ServerContext, create_app
 from graph.server.security import COOKIE
+from memory.web import extension
+from tests.serverkit import TOKEN as KIT_TOKEN
+from tests.serverkit import make_app, written_store
 
 TOKEN = "token-for-the-redirect-tests"
 
@@ -56,3 +66,47 @@ def test_a_wrong_token_in_the_url_is_refused_even_with_the_cookie(api: TestClien
     assert api.get("/").status_code == 200
     r = api.get("/?token=wrong")
     assert r.status_code == 401 and r.json()["error"]["code"] == "BAD_TOKEN"
+
+
+def _write_routes() -> list[tuple[str, str]]:
+    """Every route of the memory package that writes, with ids filled in."""
+    with tempfile.TemporaryDirectory() as folder:  # the workspace is opened on first use only
+        ext = extension(ServerContext(MemorySessionStore(), {}), workspace=folder)
+    assert ext is not None
+    out = set()
+    for r in ext.routes:
+        if isinstance(r, Route):
+            for m in (r.methods or set()) - {"GET", "HEAD"}:
+                out.add((m, r.path.replace("{record_id}", "m-0")))
+    return sorted(out)
+
+
+WRITES = _write_routes()
+
+
+@pytest.mark.parametrize(("method", "path"), WRITES, ids=[f"{m} {p}" for m, p in WRITES])
+@pytest.mark.parametrize(
+    ("origin", "code"),
+    [
+        (None, "ORIGIN_REQUIRED"),
+        ("http://evil.example", "FOREIGN_ORIGIN"),
+        ("null", "FOREIGN_ORIGIN"),
+        ("http://testserver.evil.example", "FOREIGN_ORIGIN"),
+        ("file://testserver", "FOREIGN_ORIGIN"),
+    ],
+    ids=["no-origin", "foreign", "null", "lookalike", "file-scheme"],
+)
+def test_every_write_route_with_the_cookie_needs_this_servers_origin(
+    tmp_path: Path, method: str, path: str, origin: str | None, code: str
+) -> None:
+    """Checked at every write route the server has, the memory package's included."""
+    store, ws = written_store(tmp_path)
+    api = TestClient(make_app(store, ws), follow_redirects=False)
+    api.cookies.set(COOKIE, KIT_TOKEN)
+    headers = {} if origin is None else {"Origin": origin}
+    before = api.get("/api/memory/core").json()["revision"]
+    r = api.request(method, path, headers=headers, json={})
+    assert r.status_code == 403 and r.json()["error"]["code"] == code, (method, path, r.text)
+    assert api.get("/api/memory/core").json()["revision"] == before
+    same = api.request(method, path, headers={"Origin": "http://testserver"}, json={})
+    assert same.status_code != 403, (method, path, same.text)
