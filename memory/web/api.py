@@ -35,7 +35,7 @@ session 404; a stale revision 409 ``STALE_REVISION``; a busy workspace 503 ``BUS
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import Request
@@ -165,9 +165,13 @@ class _Save(BaseModel):
 
 class _Changes(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    memory_changes: list[CreateRecord | UpdateRecord | DeleteRecord | MoveRecords] = Field(
-        min_length=1
-    )
+    # Told apart by "op", so an unknown or misspelt op is named as such, not reported as a
+    # mismatch with every operation's fields.
+    memory_changes: list[
+        Annotated[
+            CreateRecord | UpdateRecord | DeleteRecord | MoveRecords, Field(discriminator="op")
+        ]
+    ] = Field(min_length=1)
     revision: int | None = None
 
 
