@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -172,7 +172,7 @@ class _Changes(BaseModel):
             CreateRecord | UpdateRecord | DeleteRecord | MoveRecords, Field(discriminator="op")
         ]
     ] = Field(min_length=1)
-    revision: int | None = None
+    revision: StrictInt | None = None  # true is not revision 1
 
 
 def _validation(e: ValidationError) -> ApiError:
@@ -382,8 +382,13 @@ def routes(handle: MemoryHandle, store: BaseStore, memo: Memo | None = None) -> 
         if not isinstance(body, dict) or not isinstance(body.get("text"), str):
             raise ApiError(422, "MALFORMED", 'the body must be {"text": str, "revision": int}')
         revision = body.get("revision")
-        if not isinstance(revision, int):
-            raise ApiError(422, "MALFORMED", "revision (the draft's base revision) is required")
+        if not isinstance(revision, int) or isinstance(revision, bool):
+            raise ApiError(
+                422,
+                "MALFORMED",
+                "revision (the draft's base revision) is required, as an integer; got "
+                f"{type(revision).__name__}",
+            )
         new, ids = save_core(handle.ws, body["text"], revision)
         return json_response(core_state(handle.ws, inject=handle.inject) | {"saved": ids})
 
