@@ -391,8 +391,8 @@ def to_svg(
         out.append(f'<circle class="dot" cx="{_x(r.lane)}" cy="{y}" r="5"/>')
         label = r.role if r.kind == "message" else r.kind
         parts = [
-            f'<tspan class="label">{escape(label)}</tspan>',
-            f'<tspan class="id"> {escape(_short(r.node_id))}</tspan>',
+            f'<tspan class="label">{_text(label)}</tspan>',
+            f'<tspan class="id"> {_text(_short(r.node_id))}</tspan>',
         ]
         if r.head:
             parts.append('<tspan class="badge head"> ◀ head</tspan>')
@@ -407,7 +407,7 @@ def to_svg(
         for m in r.pending:
             parts.append(f'<tspan class="badge pending"> ○{_text(_short_marker(m))}</tspan>')
         for child in r.spawned:
-            link = f'<tspan class="spawn-link"> → spawned {escape(_short(child.id))}</tspan>'
+            link = f'<tspan class="spawn-link"> → spawned {_text(_short(child.id))}</tspan>'
             if session_href is not None:
                 link = f'<a class="spawn" href="{escape(session_href(child.id))}">{link}</a>'
             parts.append(link)

@@ -170,8 +170,15 @@ def parse_changes(text: str) -> ChangeSet:
     fence (models add them).
 
     Raises:
-        RejectedError: ``MALFORMED``: not JSON, or not the shape above (the detail says where).
+        RejectedError: ``MALFORMED``: not text, not JSON (or nested too deeply to parse), or not
+            the shape above (the detail says where).
     """
+    if not isinstance(text, str):  # a model client's answer is untrusted: None, bytes, a dict
+        raise RejectedError(
+            Rejection.MALFORMED,
+            f"the answer is not text but {type(text).__name__}; "
+            'answer with one JSON object {"changes": [...]} as text',
+        )
     body = text.strip()
     if body.startswith("```"):
         body = body.split("\n", 1)[1] if "\n" in body else ""
@@ -182,6 +189,12 @@ def parse_changes(text: str) -> ChangeSet:
         raise RejectedError(
             Rejection.MALFORMED,
             f"the answer is not JSON ({e.msg} at line {e.lineno} column {e.colno}); "
+            'answer with one JSON object {"changes": [...]} and nothing else',
+        ) from e
+    except RecursionError as e:  # json recurses per level: a hostile answer can exhaust the stack
+        raise RejectedError(
+            Rejection.MALFORMED,
+            "the answer is JSON nested too deeply to read; "
             'answer with one JSON object {"changes": [...]} and nothing else',
         ) from e
     if isinstance(data, list):

@@ -11,6 +11,8 @@ What an edit may do:
 
 * change a record's content lines, its ``<!-- record {...} -->`` tags and time, its headings, or the
   label and snippet of its footnotes; reorder blocks; point a footnote at another archived source;
+  move a record to another topic (cut its block and footnotes from one file, paste them into
+  another);
 * add a record: a block without an anchor whose last line ends with footnote references
   (``[^any-label]``) defined below as ``[^any-label]: [label](source:<source-id> "<snippet JSON>")``.
 
@@ -30,6 +32,7 @@ save with nothing to cite (its snippet must not be empty).
 
 from __future__ import annotations
 
+import codecs
 import json
 from collections.abc import Iterable
 from pathlib import Path
@@ -67,10 +70,17 @@ class EditFolderError(MemoryLayerError, ValueError):
 
 
 def _read_utf8(file: Path) -> str:
-    """A topic file's text; bytes that are not UTF-8 are refused at their line and column."""
+    """A topic file's text; bytes that are not UTF-8 are refused at their line and column.
+
+    A file whose every line ends with CR LF (an editor saving Windows line ends) is read with LF
+    line ends, as it was rendered; a file that mixes them is read as it is. A byte order mark
+    before the first line (Windows editors write one) is not part of the text.
+    """
     raw = file.read_bytes()
+    if raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8) :]
     try:
-        return raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         line = raw.count(b"\n", 0, e.start) + 1
         column = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
@@ -80,6 +90,9 @@ def _read_utf8(file: Path) -> str:
             Rejection.MALFORMED,
             f"not UTF-8 (byte 0x{raw[e.start]:02x} at column {column}); save the file as UTF-8",
         ) from None
+    if "\r\n" in text and text.count("\r\n") == text.count("\n"):
+        return text.replace("\r\n", "\n")
+    return text
 
 
 def _check_folder(root: Path) -> None:
@@ -140,7 +153,8 @@ def edited_changes(
 
     Raises:
         EditFolderError: ``directory`` does not exist, is a file, or holds neither topic files
-            (``topics/**/*.md``) nor the ``views.json`` of a rendering.
+            (``topics/**/*.md``) nor the ``views.json`` of a rendering; or a ``*.md`` there is a
+            folder (or a link to none).
         EditError: a file cannot be read (or is not UTF-8), names an unknown record or source, or
             drops a record (``RECORD_LOST``), at its file and line.
     """
@@ -151,6 +165,9 @@ def edited_changes(
     st = ws.state()
     current = _rendered(ws)
     files = {_topic_of(root, f): f for f in sorted((root / "topics").rglob("*.md"))}
+    for file in files.values():
+        if not file.is_file():  # a folder named like a topic file
+            raise EditFolderError(file, "is not a file; a topic file is a Markdown file")
     for topic in sorted(current.keys() - files.keys()):
         raise EditError(
             str(root / "topics" / f"{topic}.md"),
@@ -160,13 +177,16 @@ def edited_changes(
             "'sessiongraph memory delete RECORD' instead",
         )
     parsed: list[ParsedTopic] = []
+    unchanged: set[str] = set()
     for topic, file in files.items():
         text = _read_utf8(file)
         if current.get(topic) == text:
+            unchanged.add(topic)
             continue
         p = parse_topic(text, str(file), topic)
         _check_records(p, st, ws)
         parsed.append(p)
+    _check_copies(parsed, st, unchanged, root)
     _check_lost(parsed, st)
     return ChangeSet(changes=tuple(p.change for p in parsed)), parsed
 
@@ -284,6 +304,30 @@ def _at(p: ParsedTopic, n: int, e: RejectedError) -> EditError:
     return EditError(p.path, line, e.reason, e.detail, record_id=rec.memory_id)
 
 
+def _check_copies(
+    parsed: Iterable[ParsedTopic], st: State, unchanged: set[str], root: Path
+) -> None:
+    """Refuse a record pasted into another topic's file while its own file still holds it.
+
+    Only changed files are read back, so the copy would otherwise move the record out of the
+    unchanged file that still shows it.
+    """
+    for p in parsed:
+        for rec, line in zip(p.change.records, p.record_lines, strict=True):
+            rid = rec.memory_id
+            home = st.records[rid].topic if rid is not None and rid in st.records else None
+            if home is not None and home != p.change.topic_path and home in unchanged:
+                raise EditError(
+                    p.path,
+                    line,
+                    Rejection.MALFORMED,
+                    f"record {rid} is also in {root / 'topics' / home}.md; a record is in one "
+                    "topic: cut it from that file to move it here, or give this copy no anchor "
+                    "to make a new record",
+                    record_id=rid,
+                )
+
+
 def _check_lost(parsed: Iterable[ParsedTopic], st: State) -> None:
     kept = {r.memory_id for p in parsed for r in p.change.records if r.memory_id is not None}
     for p in parsed:
@@ -334,13 +378,16 @@ def apply_edits(ws: MemoryWorkspace, directory: str | Path) -> tuple[list[str], 
             changed.
         WorkspaceBusyError: another writer holds the lock.
     """
-    changes, parsed = edited_changes(ws, directory)
-    if not changes.changes:
-        return [], []
-    try:
-        result = ws.apply(changes, batch=None, kind="edit")
-    except RejectedError as e:
-        raise _locate(parsed, e) from None
+    # One hold of the lock from the freshness check to the install: a writer installing in
+    # between would otherwise have its change undone by a file rendered before it.
+    with ws.write_lock():
+        changes, parsed = edited_changes(ws, directory)
+        if not changes.changes:
+            return [], []
+        try:
+            result = ws.apply(changes, batch=None, kind="edit")
+        except RejectedError as e:
+            raise _locate(parsed, e) from None
     return sorted(result.topics), [*result.updated, *result.created]
 
 

@@ -69,14 +69,21 @@ _WIKI = re.compile(r"\[\[([^\]\n]+)\]\]")
 
 
 def sanitize(html: str) -> str:
-    """The one sanitizer every rendered fragment goes through (nh3: tags, attributes, URL schemes)."""
-    return nh3.clean(
-        html,
-        tags=set(ALLOWED_TAGS),
-        attributes={k: set(v) for k, v in _ATTRIBUTES.items()},
-        url_schemes={"http", "https", "mailto"},
-        link_rel="noopener noreferrer",
-        strip_comments=True,
+    r"""The one sanitizer every rendered fragment goes through (nh3: tags, attributes, URL schemes).
+
+    Control and bidirectional formatting characters come out as visible escapes (``\x1b``,
+    ``\u202e``: a right-to-left override would reorder the page's text after it); they are never
+    markup.
+    """
+    return visible(
+        nh3.clean(
+            html,
+            tags=set(ALLOWED_TAGS),
+            attributes={k: set(v) for k, v in _ATTRIBUTES.items()},
+            url_schemes={"http", "https", "mailto"},
+            link_rel="noopener noreferrer",
+            strip_comments=True,
+        )
     )
 
 
@@ -246,7 +253,7 @@ def render_markdown(text: str, *, id_prefix: str = "fn") -> str:
     """
     prefix = re.sub(r"[^A-Za-z0-9-]", "", id_prefix) or "fn"
     env: dict[str, Any] = {"id_prefix": prefix}
-    body = _MD.render(visible(text), env)
+    body = _MD.render(text, env)
     order: list[str] = env.get("footnote_order", [])
     if order:
         defs: dict[str, str] = env.get("footnote_defs", {})

@@ -40,9 +40,12 @@ def source_id(session_id: str, node_id: str, speaker: str, text: str) -> str:
     """Return the content address of a source: ``s-`` and 32 hex digits of a SHA-256.
 
     The digest covers the session id, node id, speaker and text, so archiving the same turn twice
-    names the same row and a turn whose text differs would be a different source.
+    names the same row and a turn whose text differs would be a different source. Any ``str`` has an
+    address (a lone surrogate is hashed as its code point), so text that the validation refuses is
+    refused there, with its reason, rather than here.
     """
-    h = hashlib.sha256("\0".join((session_id, node_id, speaker, text)).encode("utf-8"))
+    joined = "\0".join((session_id, node_id, speaker, text))
+    h = hashlib.sha256(joined.encode("utf-8", "surrogatepass"))
     return "s-" + h.hexdigest()[:32]
 
 

@@ -28,6 +28,7 @@ from memory.workspace import MemoryWorkspace
 
 __all__ = [
     "DEFAULT_GRACE",
+    "MAX_GRACE_SECONDS",
     "Clock",
     "GraceExpiredError",
     "NothingToUndoError",
@@ -42,19 +43,28 @@ __all__ = [
 DEFAULT_GRACE = 10.0
 """Seconds a deleted record can be taken back (the command line's default)."""
 
+MAX_GRACE_SECONDS = 1e12
+"""The longest grace :func:`delete_record` takes, in seconds (some 31,700 years): its end, in
+microseconds since the epoch, must fit the 64-bit column that keeps it."""
+
 Clock = Callable[[], float]
 """Returns the current time in seconds since the Unix epoch (``time.time``)."""
 
 
 class NothingToUndoError(MemoryLayerError, LookupError):
-    """There is no tombstone for this record: it was never deleted, or was purged long ago.
+    """There is no deletion of this record to undo.
+
+    It was never deleted, was purged long ago, or is a record again (a restore brought it back).
 
     Attributes:
         record_id: The record id given.
+        why: Which of those, when known (appended to the message).
     """
 
-    def __init__(self, record_id: str) -> None:
-        super().__init__(f"record {record_id} has no deletion to undo")
+    def __init__(self, record_id: str, why: str = "") -> None:
+        super().__init__(
+            f"record {record_id} has no deletion to undo" + (f": {why}" if why else "")
+        )
         self.record_id = record_id
 
 
@@ -191,19 +201,25 @@ def delete_record(
     Args:
         ws: The workspace.
         ref: The record id or a unique prefix.
-        grace: Seconds during which :func:`undo_delete` can take the deletion back; 0 deletes for good.
+        grace: Seconds during which :func:`undo_delete` can take the deletion back; 0 deletes for good
+            (at most :data:`MAX_GRACE_SECONDS`).
         clock: Seconds since the epoch.
 
     Returns:
         The tombstone (its ``expires_at`` equals ``deleted_at`` when ``grace`` is 0).
 
     Raises:
+        ValueError: ``grace`` is negative, not a number, infinite or over
+            :data:`MAX_GRACE_SECONDS`; nothing changed.
         UnknownRecordError: no record, or several, match ``ref``.
         RejectedError: the transaction refused the deletion; nothing changed.
         WorkspaceBusyError: another writer holds the lock.
     """
-    if grace < 0:
-        raise ValueError(f"grace must be 0 or more seconds, got {grace}")
+    if not 0 <= grace <= MAX_GRACE_SECONDS:  # NaN fails too
+        raise ValueError(
+            f"grace must be 0 to {MAX_GRACE_SECONDS:g} seconds, got {grace}: "
+            "give a finite number of seconds"
+        )
     purge_expired(ws, clock)
     st = ws.state()
     rid = resolve_record(ws, ref, list(st.records))
@@ -244,7 +260,8 @@ def undo_delete(ws: MemoryWorkspace, ref: str, *, clock: Clock = _time.time) -> 
         The restored record.
 
     Raises:
-        NothingToUndoError: no tombstone matches ``ref``.
+        NothingToUndoError: no tombstone matches ``ref``, or the record is back already (a restore
+            of an earlier revision brought it back; its tombstone is dropped).
         GraceExpiredError: the grace period ended; the tombstone is purged and the record gone for good.
         RejectedError: ``DANGLING_LINK`` (it links a record that is gone since) or ``SOURCE_MISSING``;
             nothing changed.
@@ -266,8 +283,13 @@ def undo_delete(ws: MemoryWorkspace, ref: str, *, clock: Clock = _time.time) -> 
             purge_expired(ws, clock)
             raise GraceExpiredError(rid, stone.expires_at)
         rec = stone.record
-        _check_restorable(ws, rec)
         st = ws.state()
+        if rid in st.records:
+            # Brought back meanwhile (a restore of an earlier revision): nothing is left to undo.
+            with ws.atomic() as c:
+                c.execute("DELETE FROM tombstones WHERE record_id = ?", (rid,))
+            raise NothingToUndoError(rid, "it is a record again (restored since it was deleted)")
+        _check_restorable(ws, rec)
         order = st.order.get(rec.topic, [])
         pos = (
             order.index(stone.after) + 1

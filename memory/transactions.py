@@ -1,4 +1,4 @@
-"""Planning and validating one transaction of changes against the workspace's records.
+r"""Planning and validating one transaction of changes against the workspace's records.
 
 :func:`plan` applies a :class:`~memory.changes.ChangeSet` to a copy of the records, in order, and checks
 everything the transaction may not do. It either returns a :class:`Plan` (the records before and after,
@@ -12,7 +12,8 @@ Checks, in the order they run:
    (``MALFORMED``);
 3. per change: the ids it names exist (``UNKNOWN_RECORD``), its destination is a valid topic path with
    a known position and anchor (``UNKNOWN_POSITION``), its fields fit the caps (``OVER_CAP``), hold no
-   secret (``SECRET``, naming the kind and offsets only) and have the required form (``MALFORMED``);
+   secret (``SECRET``, naming the kind and offsets only) and have the required form (``MALFORMED``:
+   a lone surrogate, which a JSON escape such as ``\ud800`` decodes to, is not text any store can encode);
 4. no record that existed is missing afterwards without an explicit ``delete_record`` (``RECORD_LOST``);
 5. every source of the batch is still archived (``SOURCE_MISSING``), every citation the transaction
    adds or changes names an archived source (``UNKNOWN_SOURCE``; the archive is append-only but for
@@ -110,6 +111,22 @@ def _reject(reason: Rejection, detail: str, **facts: object) -> RejectedError:
     return RejectedError(reason, detail, **facts)  # type: ignore[arg-type]
 
 
+def _check_encodable(value: str, field_name: str, i: int) -> None:
+    """Refuse text that is not Unicode the store can encode (a lone surrogate, from a JSON escape)."""
+    if value.isascii():
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise _reject(
+            Rejection.MALFORMED,
+            f"{field_name} holds a lone surrogate (U+{ord(value[e.start]):04X}) at character "
+            f"{e.start}, which is not text; remove it",
+            field=field_name,
+            change=i,
+        ) from None
+
+
 def _check_text(
     value: str, field_name: str, cap: int, cap_name: str, i: int, *, one_line: bool
 ) -> None:
@@ -121,6 +138,7 @@ def _check_text(
             kind=cap_name,
             change=i,
         )
+    _check_encodable(value, field_name, i)
     if one_line and ("\n" in value or "\r" in value):
         raise _reject(
             Rejection.MALFORMED, f"{field_name} must be one line", field=field_name, change=i
@@ -148,10 +166,13 @@ def _check_fields(
 ) -> None:
     if not content.strip():
         raise _reject(Rejection.MALFORMED, "content is empty", field="content", change=i)
-    if re.search(r"\n[ \t]*\n", content):
+    # A blank first line is a blank line too: the topic file would show it as the gap between
+    # blocks, and reading the file back would lose it (or part the record from its tags line).
+    if re.search(r"\n[ \t]*\n", content) or re.match(r"[ \t]*\n", content):
         raise _reject(
             Rejection.MALFORMED,
-            "content must be one paragraph (no blank line); split it into several records",
+            "content must be one paragraph (no blank line, nor a blank first line); split it "
+            "into several records",
             field="content",
             change=i,
         )
@@ -173,6 +194,7 @@ def _check_fields(
             change=i,
         )
     for ref in refs:
+        _check_encodable(ref.source, "source", i)
         if not ref.label.strip():
             raise _reject(Rejection.MALFORMED, "a citation label is empty", field="label", change=i)
         _check_text(
@@ -299,6 +321,8 @@ def _place(state: State, ids: list[str], dest: Destination, i: int) -> None:
 def _unplace(state: State, ids: Collection[str]) -> None:
     gone = set(ids)
     for topic in {state.records[r].topic for r in gone}:
+        if topic not in state.order:
+            continue  # left out by a rewrite of its topic, placed nowhere yet
         state.order[topic] = [r for r in state.order[topic] if r not in gone]
         if not state.order[topic]:
             del state.order[topic]
@@ -391,6 +415,7 @@ def plan(
     after = state.copy()
     deleted: set[str] = set()
     created: list[str] = []
+    left_out: set[str] = set()  # records a rewrite_topic left out of its topic (see _rewrite)
     for i, ch in enumerate(changes.changes):
         if isinstance(ch, CreateRecord):
             _check_fields(ch.content, ch.sources, ch.tags, ch.time, ch.destination.headings, i)
@@ -434,7 +459,13 @@ def plan(
                 )
             _place(after, ids, ch.destination, i)
         else:
-            _rewrite(after, ch, i, now, make_id, created)
+            _rewrite(after, ch, i, now, make_id, created, left_out)
+    for rid in left_out:
+        # Left out of its topic and placed by no later change (a rewrite of the topic it moved
+        # to, a move): it is gone, and RECORD_LOST below says so unless it was deleted.
+        kept = after.records.get(rid)
+        if kept is not None and rid not in after.order.get(kept.topic, ()):
+            del after.records[rid]
     for rid in state.records.keys() - after.records.keys() - deleted:
         raise _reject(
             Rejection.RECORD_LOST,
@@ -495,7 +526,13 @@ def plan_in_steps(
 
 
 def _rewrite(
-    state: State, ch: RewriteTopic, i: int, now: int, make_id: Callable[[], str], created: list[str]
+    state: State,
+    ch: RewriteTopic,
+    i: int,
+    now: int,
+    make_id: Callable[[], str],
+    created: list[str],
+    left_out: set[str],
 ) -> None:
     _check_topic(ch.topic_path, i)
     ids: list[str] = []
@@ -528,11 +565,12 @@ def _rewrite(
                 time=tr.time,
             )
         ids.append(rid)
-    # Records of the topic that the rewrite leaves out are dropped here; RECORD_LOST catches them
-    # unless another change deleted them or moved them elsewhere.
+    # Records of the topic that the rewrite leaves out stay known, placed nowhere, until every
+    # change has run: a later change may place them elsewhere (a record cut from one topic file
+    # and pasted into another, whichever topic comes first); the others are dropped at the end.
     for rid in state.order.pop(ch.topic_path, []):
         if rid not in ids:
-            del state.records[rid]
+            left_out.add(rid)
     if ids:
         state.order[ch.topic_path] = ids
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -228,7 +229,7 @@ async def _graph(request: Request) -> Response:
     pic = drawing.picture(store, s)
     if fmt == "svg":
         return Response(
-            drawing.to_svg(pic, session_href=lambda sid: f"/sessions/{sid}"),
+            drawing.to_svg(pic, session_href=lambda sid: f"/sessions/{quote(sid)}"),
             media_type="image/svg+xml",
         )
     if fmt == "dot":
@@ -355,10 +356,15 @@ OPENAPI_PATHS: dict[str, Any] = {
                 _param(
                     "limit",
                     "query",
-                    {"type": "integer", "maximum": 200, "default": 20},
+                    {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_HITS, "default": 20},
                     "At most this many.",
                 ),
-                _param("offset", "query", {"type": "integer", "default": 0}, "Skip this many."),
+                _param(
+                    "offset",
+                    "query",
+                    {"type": "integer", "minimum": 0, "default": 0},
+                    "Skip this many.",
+                ),
             ],
             "responses": {
                 "200": {"description": "the hits, best first"},

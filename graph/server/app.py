@@ -328,7 +328,11 @@ def load_extensions(ctx: ServerContext) -> list[Extension]:
 
 
 def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
-    """Render a page (Jinja2, autoescaped) with the top bar's links."""
+    r"""Render a page (Jinja2, autoescaped) with the top bar's links.
+
+    Every value's bidirectional formatting characters are shown as ``\u202e``; the ``exact``
+    filter keeps a form field's value or an id as it is.
+    """
     env: jinja2.Environment = request.app.state.templates
     page = env.get_template(template).render(
         request=request, nav=request.app.state.nav, path=request.url.path, **context
@@ -364,17 +368,28 @@ async def _server_error(request: Request, exc: Exception) -> Response:
     )
 
 
+def _exact(value: str) -> markupsafe.Markup:
+    r"""The ``exact`` filter: the value escaped but otherwise as it is.
+
+    For what is sent back: a form field a person edits (the core editor's text, a search box)
+    and an id a script reads, which must hold the characters they held (saving the core editor
+    would otherwise write the visible ``\u202e``).
+    """
+    return markupsafe.escape(value)
+
+
 def _format_number(value: float) -> str:
     return f"{value:,.0f}" if math.isfinite(value) else str(value)
 
 
 def _shown(value: Any) -> Any:
-    r"""The ``shown`` filter, for text from a transcript or a memory: its control and bidi made visible.
+    r"""Every ``{{ value }}`` of a page: its control and bidirectional formatting characters made visible.
 
-    Such text may hold a right-to-left override (U+202E) that would reorder the rest of a title or a
-    line, or terminal escapes; the pages show them as the command line does (``\u202e``,
-    ``\x1b``). Values a person edits or sends back (a textarea, a search box, a link's id) are left
-    as they are; Markup (the drawn SVG, sanitized Markdown) was made safe where it was built.
+    Text from a transcript or a memory may hold a right-to-left override (U+202E) that would
+    reorder the rest of a title or a line, or terminal escapes; the pages show them as the command
+    line does (``\u202e``, ``\x1b``). Values a person edits or sends back (a textarea, a search
+    box, an id a script reads) go through :func:`_exact`; Markup (the drawn SVG, sanitized
+    Markdown) was made safe where it was built.
     """
     if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
         return visible(value)
@@ -434,9 +449,10 @@ def create_app(
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_shown,
     )
     env.filters["number"] = _format_number
-    env.filters["shown"] = _shown
+    env.filters["exact"] = _exact
     app.state.store = store
     app.state.memo = ctx.memo
     app.state.templates = env

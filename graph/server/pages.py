@@ -14,6 +14,8 @@ right-to-left override in a title cannot reorder what the page shows.
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from markupsafe import Markup, escape
 from starlette.requests import Request
 from starlette.responses import Response
@@ -73,7 +75,7 @@ async def _session_page(request: Request) -> Response:
     except ApiError as e:
         return render(request, "error.html", status=404, message=e.message)
     pic = drawing.picture(store, s)
-    svg = drawing.to_svg(pic, session_href=lambda sid: f"/sessions/{sid}", standalone=False)
+    svg = drawing.to_svg(pic, session_href=lambda sid: f"/sessions/{quote(sid)}", standalone=False)
     parent = None
     if s.parent_session is not None:
         try:

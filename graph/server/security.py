@@ -24,7 +24,7 @@ import ipaddress
 import secrets
 from collections.abc import Collection
 from http.cookies import SimpleCookie
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -196,7 +196,9 @@ async def _refuse(send: Send, status: int, code: str, message: str) -> None:
 
 async def _login(send: Send, token: str, path: str, query: dict[str, str]) -> None:
     rest = {k: v for k, v in query.items() if k != "token"}
-    location = path + ("?" + urlencode(rest) if rest else "")
+    # The same path, percent-encoded (a header holds ASCII only, and no line break), and never
+    # "//host" or "/\host", which a browser would follow to another server.
+    location = "/" + quote(path, safe="/").lstrip("/") + ("?" + urlencode(rest) if rest else "")
     cookie = f"{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"
     await send(
         {

@@ -6,7 +6,7 @@ package's server never imports memory. The workspace is the ``memory.workspace``
 of a shared store of record whose views go to ``--views DIR``, the ``memory.views`` setting), else
 ``$SESSIONGRAPH_MEMORY``, else the settings file's ``memory.store``, else the user data directory's
 ``memory``, found as ``sessiongraph memory`` finds it; ``memory.core.inject`` (``true``/``false``, default true) and
-``memory.recent.limit`` (default 50) shape the Core and Recent sections. With memory off
+``memory.recent.limit`` (1..500, default 50) shape the Core and Recent sections. With memory off
 (``memory.backend = "none"``, or ``SESSIONGRAPH_MEMORY_BACKEND=none``) the extension adds nothing.
 """
 
@@ -29,6 +29,16 @@ def _flag(value: str) -> bool:
     return value.strip().lower() not in ("0", "false", "no", "off")
 
 
+def _recent_limit(value: str) -> int:
+    """``memory.recent.limit``: a whole number of records from 1 to ``api.MAX_RECENT`` (500)."""
+    digits = value.strip().lstrip("0")
+    if digits.isascii() and digits.isdigit() and len(digits) <= 3 and int(digits) <= api.MAX_RECENT:
+        return int(digits)
+    raise ValueError(
+        f"memory.recent.limit must be a whole number from 1 to {api.MAX_RECENT}, got {value!r}"
+    )
+
+
 def extension(
     ctx: ServerContext, workspace: str | Path | None = None, env: Mapping[str, str] | None = None
 ) -> Extension | None:
@@ -48,6 +58,7 @@ def extension(
 
     Raises:
         memory.config.ConfigError: the settings file is malformed.
+        ValueError: ``memory.recent.limit`` is not a whole number from 1 to 500.
     """
     config = load_config(env=env)
     if not config.enabled:
@@ -63,7 +74,7 @@ def extension(
         str(where.folder),
         store=where.store,
         inject=_flag(ctx.settings.get("memory.core.inject", "true")),
-        recent_limit=int(limit_raw) if limit_raw.isdigit() and int(limit_raw) > 0 else 50,
+        recent_limit=_recent_limit(limit_raw),
     )
     return Extension(
         name="memory",
@@ -71,6 +82,6 @@ def extension(
         nav=[NavLink("Memory", "/memory"), NavLink("Memory panel", "/memory/panel")],
         templates=HERE / "templates",
         static=HERE / "static",
-        openapi=api.OPENAPI_PATHS,
+        openapi=api.openapi_paths(),
         exception_handlers=api.error_handlers(),
     )

@@ -35,9 +35,9 @@ session 404; a stale revision 409 ``STALE_REVISION``; a busy workspace 503 ``BUS
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -87,10 +87,21 @@ from memory.web.data import (
 )
 from memory.workspace import MemoryWorkspace
 
-__all__ = ["MAX_GRACE", "OPENAPI_PATHS", "MemoryHandle", "error_handlers", "routes"]
+__all__ = [
+    "MAX_GRACE",
+    "MAX_RECENT",
+    "OPENAPI_PATHS",
+    "openapi_paths",
+    "MemoryHandle",
+    "error_handlers",
+    "routes",
+]
 
 MAX_GRACE = 600.0
 """The longest undo grace a DELETE may ask for, in seconds."""
+
+MAX_RECENT = caps.MAX_RESULTS_PER_PAGE * 10
+"""The most records one ``/api/memory/recent`` answer lists (500)."""
 
 
 class MemoryHandle:
@@ -154,10 +165,14 @@ class _Save(BaseModel):
 
 class _Changes(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    memory_changes: list[CreateRecord | UpdateRecord | DeleteRecord | MoveRecords] = Field(
-        min_length=1
-    )
-    revision: int | None = None
+    # Told apart by "op", so an unknown or misspelt op is named as such, not reported as a
+    # mismatch with every operation's fields.
+    memory_changes: list[
+        Annotated[
+            CreateRecord | UpdateRecord | DeleteRecord | MoveRecords, Field(discriminator="op")
+        ]
+    ] = Field(min_length=1)
+    revision: StrictInt | None = None  # true is not revision 1
 
 
 def _validation(e: ValidationError) -> ApiError:
@@ -206,7 +221,9 @@ def routes(handle: MemoryHandle, store: BaseStore, memo: Memo | None = None) -> 
         raw = request.query_params.get("count")
         count: int | None = None
         if raw:
-            count = int_value("count", raw)
+            # Any integer is clamped to 1..30, as everywhere; one past 64 bits is echoed (as
+            # ``requested``) saturated, since JSON answers carry 64-bit integers.
+            count = max(-(2**63), min(int_value("count", raw, any_size=True), 2**63 - 1))
         before = request.query_params.get("before") or None
         msgs = memo.messages(store, sid)
         try:
@@ -365,8 +382,13 @@ def routes(handle: MemoryHandle, store: BaseStore, memo: Memo | None = None) -> 
         if not isinstance(body, dict) or not isinstance(body.get("text"), str):
             raise ApiError(422, "MALFORMED", 'the body must be {"text": str, "revision": int}')
         revision = body.get("revision")
-        if not isinstance(revision, int):
-            raise ApiError(422, "MALFORMED", "revision (the draft's base revision) is required")
+        if not isinstance(revision, int) or isinstance(revision, bool):
+            raise ApiError(
+                422,
+                "MALFORMED",
+                "revision (the draft's base revision) is required, as an integer; got "
+                f"{type(revision).__name__}",
+            )
         new, ids = save_core(handle.ws, body["text"], revision)
         return json_response(core_state(handle.ws, inject=handle.inject) | {"saved": ids})
 
@@ -420,7 +442,7 @@ def routes(handle: MemoryHandle, store: BaseStore, memo: Memo | None = None) -> 
             "limit",
             handle.recent_limit,
             low=1,
-            high=caps.MAX_RESULTS_PER_PAGE * 10,
+            high=MAX_RECENT,
             cap="MAX_RECENT",
         )
         rows = handle.cached(
@@ -573,7 +595,10 @@ OPENAPI_PATHS: dict[str, Any] = {
         },
         "delete": {
             "summary": "Delete a record (undoable for grace seconds)",
-            "parameters": [_RID, _p("grace", "query", {"type": "number", "maximum": MAX_GRACE})],
+            "parameters": [
+                _RID,
+                _p("grace", "query", {"type": "number", "minimum": 0, "maximum": MAX_GRACE}),
+            ],
             "responses": {"200": _OK, "404": _E, "422": _E},
         },
     },
@@ -589,8 +614,17 @@ OPENAPI_PATHS: dict[str, Any] = {
             "summary": "Lexical search; no match is 200 []",
             "parameters": [
                 _p("q", "query", {"type": "string", "maxLength": caps.MAX_QUERY_CHARS}),
-                _p("page", "query", {"type": "integer"}),
-                _p("per_page", "query", {"type": "integer", "maximum": caps.MAX_RESULTS_PER_PAGE}),
+                _p("page", "query", {"type": "integer", "minimum": 1, "default": 1}),
+                _p(
+                    "per_page",
+                    "query",
+                    {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": caps.MAX_RESULTS_PER_PAGE,
+                        "default": caps.DEFAULT_RESULTS_PER_PAGE,
+                    },
+                ),
             ],
             "responses": {"200": _OK, "422": _E},
         }
@@ -627,7 +661,13 @@ OPENAPI_PATHS: dict[str, Any] = {
     "/api/memory/recent": {
         "get": {
             "summary": "The newest records",
-            "parameters": [_p("limit", "query", {"type": "integer"})],
+            "parameters": [
+                _p(
+                    "limit",
+                    "query",
+                    {"type": "integer", "minimum": 1, "maximum": MAX_RECENT},
+                )
+            ],
             "responses": {"200": _OK},
         }
     },
@@ -639,3 +679,58 @@ OPENAPI_PATHS: dict[str, Any] = {
     },
 }
 """OpenAPI ``paths`` of the memory routes."""
+
+
+def _inline(schema: dict[str, Any]) -> dict[str, Any]:
+    """A pydantic JSON schema with its ``$defs`` put in place (none of these models is recursive).
+
+    A ``$ref`` inside an OpenAPI operation resolves against the whole document, not the schema,
+    so the definitions cannot stay under the schema's own ``$defs``.
+    """
+    defs = schema.pop("$defs", {})
+
+    def put(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return put(dict(defs[ref.rsplit("/", 1)[1]]))
+            return {k: put(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [put(v) for v in node]
+        return node
+
+    out: dict[str, Any] = put(schema)
+    return out
+
+
+def _body(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
+def openapi_paths() -> dict[str, Any]:
+    """:data:`OPENAPI_PATHS` with each write route's JSON body schema (built from its models).
+
+    Built when the server starts (the models' schemas are not needed before): ``POST
+    /api/memory/records`` takes a record to save, ``POST /api/memory/changes`` the changes and an
+    optional base revision, ``PUT /api/memory/core`` the core topic's text and its base revision,
+    ``POST /api/memory/preview`` the Markdown to render.
+    """
+    text = {"type": "string"}
+    bodies = {
+        ("/api/memory/records", "post"): _inline(_Save.model_json_schema()),
+        ("/api/memory/changes", "post"): _inline(_Changes.model_json_schema()),
+        ("/api/memory/core", "put"): {
+            "type": "object",
+            "properties": {"text": text, "revision": {"type": "integer"}},
+            "required": ["text", "revision"],
+        },
+        ("/api/memory/preview", "post"): {
+            "type": "object",
+            "properties": {"text": text},
+            "required": ["text"],
+        },
+    }
+    paths = {path: {m: dict(op) for m, op in ops.items()} for path, ops in OPENAPI_PATHS.items()}
+    for (path, method), schema in bodies.items():
+        paths[path][method]["requestBody"] = _body(schema)
+    return paths

@@ -132,8 +132,12 @@ def routes(handle: MemoryHandle) -> list[BaseRoute]:
     async def panel_page(request: Request) -> Response:
         ws = handle.ws
         raw = request.query_params.get("delay", "")
-        delay = int(raw) if raw.isdigit() else 5000
-        delay = max(500, min(30_000, delay))
+        # Digits 0-9 only ("²" is a digit to str.isdigit, not to int), however many: clamped.
+        if raw.isascii() and raw.isdigit():
+            digits = raw.lstrip("0") or "0"
+            delay = 30_000 if len(digits) > 5 else max(500, min(30_000, int(digits)))
+        else:
+            delay = 5000
         rows = records_data(ws, recent(ws, 10_000))
         return render(
             request,

@@ -33,7 +33,7 @@
       { credentials: "same-origin" });
     const data = await res.json();
     if (!res.ok) {
-      hint.textContent = data.error ? data.error.message : "could not read the node";
+      hint.textContent = data.error ? shown(data.error.message) : "could not read the node";
       hint.hidden = false;
       detail.hidden = true;
       return;

@@ -115,7 +115,7 @@
     }
     const meta = document.createElement("span");
     meta.className = "meta";
-    meta.textContent = `${rec.topic} · ${rec.date}`;
+    meta.textContent = `${shown(rec.topic)} · ${rec.date}`;
     tags.append(meta);
     main.append(tags);
     const del = document.createElement("button");

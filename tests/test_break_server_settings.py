@@ -1,0 +1,61 @@
+"""``serve --set memory.recent.limit=...`` takes a whole number from 1 to 500, or stops with one line.
+
+The setting was read with ``str.isdigit``: ``²`` passed it and failed ``int`` (an unclear
+"invalid literal" for the whole extension), ``0``, ``-3`` or ``ten`` were silently taken as 50,
+and a number past 64 bits was taken as it was, so ``/api/memory/recent`` failed (500) encoding
+it. A malformed setting now stops ``serve`` with one error line naming it, as a malformed
+``[memory]`` setting does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from graph import SessionStore
+from graph.server import ServerContext
+from memory.web import extension
+from tests.clikit import console
+from tests.serverkit import client, make_app
+
+
+@pytest.mark.parametrize(
+    "value", ["²", "0", "-3", "ten", "501", "9" * 30, "9" * 5000, ""], ids=repr
+)
+def test_a_malformed_recent_limit_is_refused_by_name(tmp_path: Path, value: str) -> None:
+    store = SessionStore(tmp_path / "s.db")
+    ctx = ServerContext(store, {"memory.recent.limit": value})
+    with pytest.raises(
+        ValueError, match="memory.recent.limit must be a whole number from 1 to 500"
+    ):
+        extension(ctx, workspace=tmp_path / "ws")
+
+
+@pytest.mark.parametrize(("value", "limit"), [("1", 1), ("500", 500), (" 007 ", 7)])
+def test_a_recent_limit_in_range_is_the_recent_sections(
+    tmp_path: Path, value: str, limit: int
+) -> None:
+    store = SessionStore(tmp_path / "s.db")
+    api = client(make_app(store, tmp_path / "ws", {"memory.recent.limit": value}))
+    r = api.get("/api/memory/recent")
+    assert r.status_code == 200 and r.json()["limit"] == limit
+    assert r.headers["x-recent-limit"] == str(limit)
+
+
+def test_serve_stops_with_one_line(tmp_path: Path) -> None:
+    done = console(
+        "--db",
+        str(tmp_path / "s.db"),
+        "serve",
+        "-w",
+        str(tmp_path / "ws"),
+        "--port",
+        "0",
+        "--set",
+        "memory.recent.limit=ten",
+    )
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert "memory.recent.limit" in lines[0] and "Traceback" not in done.stderr
