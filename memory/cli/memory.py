@@ -641,8 +641,12 @@ def restore(
     with _errors():
         ws = _ws(ctx)
         ref, at, rev_text = target.rpartition("@")
-        if not rev_text.isdigit() or (at and not ref):
+        if not (rev_text.isascii() and rev_text.isdigit()) or (at and not ref):
             raise ValueError(f"restore target {target!r}: write REV or RECORD@REV (REV a number)")
+        if len(rev_text) > 19:  # past 64 bits (and past int()'s 4,300 digits): no revision
+            raise ValueError(
+                f"revision {rev_text[:19]}… does not exist (the workspace is at {ws.revision})"
+            )
         rid = resolve_record(ws.conn, ref) if at else None
         p = ws.restore_revision(int(rev_text), rid)
         if not p.changed:

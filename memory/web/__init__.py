@@ -25,8 +25,20 @@ __all__ = ["extension"]
 HERE = Path(__file__).parent
 
 
-def _flag(value: str) -> bool:
-    return value.strip().lower() not in ("0", "false", "no", "off")
+_FLAGS = {"1": True, "true": True, "yes": True, "on": True}
+_FLAGS |= {"0": False, "false": False, "no": False, "off": False}
+
+
+def _flag(key: str, value: str) -> bool:
+    """A yes/no setting (``true``/``false``, ``1``/``0``, ``yes``/``no``, ``on``/``off``).
+
+    Raises:
+        ValueError: any other value (a typo such as ``flase`` is not taken for either).
+    """
+    try:
+        return _FLAGS[value.strip().lower()]
+    except KeyError:
+        raise ValueError(f"{key} must be true or false, got {value!r}") from None
 
 
 def _recent_limit(value: str) -> int:
@@ -58,7 +70,8 @@ def extension(
 
     Raises:
         memory.config.ConfigError: the settings file is malformed.
-        ValueError: ``memory.recent.limit`` is not a whole number from 1 to 500.
+        ValueError: ``memory.recent.limit`` is not a whole number from 1 to 500, or
+            ``memory.core.inject`` is not true or false.
     """
     config = load_config(env=env)
     if not config.enabled:
@@ -73,7 +86,7 @@ def extension(
     handle = MemoryHandle(
         str(where.folder),
         store=where.store,
-        inject=_flag(ctx.settings.get("memory.core.inject", "true")),
+        inject=_flag("memory.core.inject", ctx.settings.get("memory.core.inject", "true")),
         recent_limit=_recent_limit(limit_raw),
     )
     return Extension(
