@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -45,3 +50,30 @@ def make_app(
 def client(app: Starlette) -> TestClient:
     """A client that sends the token as a header (programs' way in)."""
     return TestClient(app, headers={"Authorization": f"Bearer {TOKEN}"})
+
+
+@contextmanager
+def served(app: Starlette) -> Iterator[str]:
+    """Serve ``app`` with uvicorn on a free loopback port, in a thread; yield its base URL.
+
+    The socket is bound before the thread starts, and the URL is yielded once uvicorn says it
+    started (a bound of 60 s for a stuck start, not a speed check); the server stops on leaving.
+    """
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    srv = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    try:
+        while not srv.started:
+            assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.02)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        srv.should_exit = True
+        thread.join(10)
+        sock.close()

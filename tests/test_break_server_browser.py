@@ -10,9 +10,6 @@ or CSP violation happens, and the hostile text is shown as text.
 from __future__ import annotations
 
 import contextlib
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +17,7 @@ from urllib.parse import quote
 
 from graph import SessionStore
 from memory import MemoryWorkspace, WritePipeline, add_memory
-from tests.serverkit import TOKEN, make_app
+from tests.serverkit import TOKEN, make_app, served
 from tests.test_browser import ARGS, CHROMIUM, _need_browser
 
 HOSTILE = (
@@ -51,44 +48,24 @@ def browse(store: SessionStore, workspace: Path) -> Iterator[Any]:
     On leaving, asserts that no dialog opened, no script failed and no CSP violation was reported.
     """
     _need_browser()
-    import uvicorn
     from playwright.sync_api import sync_playwright
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    srv = uvicorn.Server(
-        uvicorn.Config(make_app(store, workspace), log_level="warning", lifespan="off")
-    )
-    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60  # a bound for a stuck start, not a speed check
-    while not srv.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
     problems: list[str] = []
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-            try:
-                page = browser.new_page()
-                page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
-                page.on("pageerror", lambda e: problems.append(f"script error: {e}"))
-                page.on(
-                    "console",
-                    lambda m: (
-                        problems.append(m.text) if "Content Security Policy" in m.text else None
-                    ),
-                )
-                page.base = f"http://127.0.0.1:{port}"
-                page.goto(f"{page.base}/?token={TOKEN}")
-                yield page
-            finally:
-                browser.close()
-    finally:
-        srv.should_exit = True
-        thread.join(10)
-        sock.close()
+    with served(make_app(store, workspace)) as base, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = browser.new_page()
+            page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
+            page.on("pageerror", lambda e: problems.append(f"script error: {e}"))
+            page.on(
+                "console",
+                lambda m: problems.append(m.text) if "Content Security Policy" in m.text else None,
+            )
+            page.base = base
+            page.goto(f"{page.base}/?token={TOKEN}")
+            yield page
+        finally:
+            browser.close()
     assert problems == [], problems
 
 

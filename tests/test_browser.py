@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.serverkit import SESSION, TOKEN, make_app, written_store
+from tests.serverkit import SESSION, TOKEN, make_app, served, written_store
 
 CHROMIUM = (
     os.environ.get("SESSIONGRAPH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -61,24 +59,9 @@ def _need_browser() -> None:
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """The server over the written example, on a free loopback port, in a thread."""
     _need_browser()
-    import uvicorn
-
     store, ws = written_store(tmp_path_factory.mktemp("browser"))
-    app = make_app(store, ws)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    srv = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60  # a bound for a stuck start, not a speed check
-    while not srv.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}", ws
-    srv.should_exit = True
-    thread.join(5)
-    sock.close()
+    with served(make_app(store, ws)) as base:
+        yield base, ws
     store.close()
 
 

@@ -18,7 +18,7 @@ import pytest
 from graph import SessionStore
 from memory import MemoryWorkspace, add_memory
 from memory.markdown import render_markdown
-from tests.serverkit import TOKEN, client, make_app
+from tests.serverkit import TOKEN, client, make_app, served
 
 RLO = "\u202e"
 TEXT = f"read {RLO}evil\u202c then \x1b]0;owned\x07 done"
@@ -90,44 +90,23 @@ def test_the_node_panel_and_the_memory_panel_show_escapes_in_a_browser(
     from tests.test_browser import ARGS, CHROMIUM, _need_browser
 
     _need_browser()
-    import socket
-    import threading
-    import time
-
-    import uvicorn
     from playwright.sync_api import sync_playwright
 
     store, ws, sid = hostile
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    srv = uvicorn.Server(uvicorn.Config(make_app(store, ws), log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60  # a bound for a stuck start, not a speed check
-    while not srv.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
-    base = f"http://127.0.0.1:{port}"
     errors: list[str] = []
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-            page: Any = browser.new_page()
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(f"{base}/?token={TOKEN}")
-            page.goto(f"{base}/sessions/{sid}")
-            page.locator(".graph .node").first.focus()
-            page.keyboard.press("Enter")
-            text = page.locator("#node-panel .node-text")
-            text.wait_for(state="visible")
-            assert text.inner_text() == SHOWN
-            assert "ws\\u202e1" in page.locator("#node-panel .node-meta").inner_text()
-            page.goto(f"{base}/memory/panel")
-            assert SHOWN in page.locator(".record-content").first.inner_text()
-            browser.close()
-    finally:
-        srv.should_exit = True
-        thread.join(5)
-        sock.close()
+    with served(make_app(store, ws)) as base, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page: Any = browser.new_page()
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"{base}/?token={TOKEN}")
+        page.goto(f"{base}/sessions/{sid}")
+        page.locator(".graph .node").first.focus()
+        page.keyboard.press("Enter")
+        text = page.locator("#node-panel .node-text")
+        text.wait_for(state="visible")
+        assert text.inner_text() == SHOWN
+        assert "ws\\u202e1" in page.locator("#node-panel .node-meta").inner_text()
+        page.goto(f"{base}/memory/panel")
+        assert SHOWN in page.locator(".record-content").first.inner_text()
+        browser.close()
     assert errors == []
