@@ -7,15 +7,7 @@
   if (!graph || !panel) return;
   const detail = panel.querySelector(".node-detail");
   const hint = panel.querySelector(".hint");
-  // Control and bidirectional formatting characters shown as escapes (\x1b, \u202e), as the
-  // command line shows them: a right-to-left override must not reorder what the page shows.
-  const CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
-  function shown(text) {
-    return String(text).replace(CONTROLS, (c) => {
-      const n = c.charCodeAt(0);
-      return n < 0x100 ? `\\x${n.toString(16).padStart(2, "0")}` : `\\u${n.toString(16).padStart(4, "0")}`;
-    });
-  }
+  const shown = window.sessiongraphShown;  // /static/shown.js
 
   function row(dl, term, value) {
     const dt = document.createElement("dt");

@@ -9,15 +9,7 @@
   const preview = document.getElementById("core-draft-preview");
   const rev = form.querySelector(".rev");
 
-  // Control and bidirectional formatting characters shown as escapes (\x1b, \u202e), as the
-  // server shows them: a right-to-left override must not reorder what the page shows.
-  const CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
-  function shown(text) {
-    return String(text).replace(CONTROLS, (c) => {
-      const n = c.charCodeAt(0);
-      return n < 0x100 ? `\\x${n.toString(16).padStart(2, "0")}` : `\\u${n.toString(16).padStart(4, "0")}`;
-    });
-  }
+  const shown = window.sessiongraphShown;  // /static/shown.js
 
   function say(message, kind) {
     status.textContent = shown(message);
