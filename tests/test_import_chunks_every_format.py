@@ -82,3 +82,20 @@ def test_a_shuffled_pi_file_is_stored_whole(tmp_path: Path) -> None:
         ("shuffled-pi/dangling", "shuffled-pi/nowhere")
     ]
     assert len(store.tips("shuffled-pi")) == 3  # the main line, the fork, the dangling root
+
+
+@pytest.mark.parametrize(
+    ("ids", "pred", "want"),
+    [
+        (["a", "b", "c"], {"a": None, "b": "a", "c": "b"}, [0, 1, 2]),  # file order kept
+        (["c", "b", "a"], {"a": None, "b": "a", "c": "b"}, [2, 1, 0]),
+        (["b", "x", "a"], {"a": "stored", "b": "a", "x": None}, [2, 0, 1]),
+        (["a", "b", "c"], {"a": "c", "b": "a", "c": "b"}, None),  # a cycle: no order
+        (["r", "a", "b"], {"r": None, "a": "b", "b": "a"}, None),
+    ],
+    ids=["in order", "reversed", "a parent outside", "a cycle", "a cycle beside a root"],
+)
+def test_predecessors_first_orders_parents_first_or_says_there_is_a_cycle(
+    ids: list[str], pred: dict[str, str | None], want: list[int] | None
+) -> None:
+    assert common.predecessors_first(ids, pred) == want

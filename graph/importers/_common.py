@@ -42,25 +42,29 @@ CHUNK = 500
 """Nodes made and handed to the store at a time by :func:`add_chunked`."""
 
 
-def predecessors_first(ids: Sequence[str], pred: Mapping[str, str | None]) -> list[int]:
+def predecessors_first(ids: Sequence[str], pred: Mapping[str, str | None]) -> list[int] | None:
     """The positions of ``ids`` ordered so that each comes after its predecessor among them.
 
-    File order is kept wherever it already puts predecessors first. ``pred`` must hold no cycle
-    among ``ids`` (the format modules cut cycles first); a predecessor outside ``ids`` (stored
-    already, or none) places nothing.
+    File order is kept wherever it already puts predecessors first; a predecessor outside ``ids``
+    (stored already, or none) places nothing. None when ``pred`` links some of ``ids`` in a cycle
+    (no order exists: the caller hands them to the store together, which names the cycle).
     """
     at = {node_id: i for i, node_id in enumerate(ids)}
-    placed: set[int] = set()
+    state: dict[int, int] = {}  # 1: on the path being followed, 2: placed
     order: list[int] = []
     for i in range(len(ids)):
         path = []
         j: int | None = i
-        while j is not None and j not in placed:
-            placed.add(j)
+        while j is not None and j not in state:
+            state[j] = 1
             path.append(j)
             p = pred.get(ids[j])
             j = at.get(p) if p is not None else None
-        order.extend(reversed(path))
+        if j is not None and state[j] == 1:
+            return None
+        for k in reversed(path):
+            state[k] = 2
+            order.append(k)
     return order
 
 

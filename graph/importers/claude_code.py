@@ -73,6 +73,7 @@ from graph.importers._common import (
     file_import,
     image_block,
     parse_time,
+    predecessors_first,
     preview,
     stamp_subtrees,
     stored_ids,
@@ -1600,22 +1601,13 @@ def _in_chunks(specs: list[_Spec]) -> list[list[_Spec]]:
     A chunk's predecessors are then stored already or in the chunk. When the specs' links hold a
     cycle (which the store rejects), they stay one chunk, so the store names the cycle.
     """
-    by_id = {s.node_id: s for s in specs}
-    order: list[_Spec] = []
-    state: dict[str, int] = {}  # 1: on the current path, 2: placed
-    for start in by_id:
-        path = []
-        n: str | None = start
-        while n is not None and n in by_id and n not in state:
-            state[n] = 1
-            path.append(n)
-            n = by_id[n].predecessor
-        if n is not None and state.get(n) == 1:
-            return [specs]
-        for m in reversed(path):
-            state[m] = 2
-            order.append(by_id[m])
-    return [order[i : i + _CHUNK] for i in range(0, len(order), _CHUNK)] or [[]]
+    order = predecessors_first(
+        [s.node_id for s in specs], {s.node_id: s.predecessor for s in specs}
+    )
+    if order is None:
+        return [specs]
+    ordered = [specs[i] for i in order]
+    return [ordered[i : i + _CHUNK] for i in range(0, len(ordered), _CHUNK)] or [[]]
 
 
 def _write_specs(

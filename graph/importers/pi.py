@@ -415,7 +415,7 @@ def _import(
         planned[i] = covers
 
     def nodes() -> Iterator[Node]:
-        for i in predecessors_first(ids, pred):
+        for i in predecessors_first(ids, pred) or range(len(ids)):  # a cycle: the store names it
             if i in planned:
                 node_id = ids[i]
                 yield _node(
@@ -601,7 +601,7 @@ def _resume(
     report.dangling += [(i, dangling[i]) for i in ids if i not in located and i in dangling]
     new = (
         _node(entries[k], ids[k], raw_ids[ids[k]], pred[ids[k]], sid, sid, cut, dangling, times, ())
-        for k in predecessors_first(ids, pred)
+        for k in predecessors_first(ids, pred) or range(len(ids))  # a cycle: the store names it
         if ids[k] not in located
     )
     report.session_ids.append(sid)
