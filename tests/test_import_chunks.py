@@ -76,3 +76,26 @@ def test_chunks_are_cut_predecessors_first() -> None:
             placed.add(s.node_id)
     cyclic = [spec("a", "b"), spec("b", "a")]
     assert claude_code._in_chunks(cyclic) == [cyclic]  # one chunk: the store names the cycle
+
+
+def test_a_chunk_ends_once_its_entries_span_its_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Long entries make short chunks: what a chunk holds follows the bytes it read, not a count."""
+    lines = _lines(40)
+    path = tmp_path / "long.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    sizes: list[int] = []
+    real = SessionStore.add_nodes
+
+    def counted(self: SessionStore, sid: str, nodes: Any, **kw: Any) -> Any:
+        batch = list(nodes)
+        sizes.append(len(batch))
+        return real(self, sid, batch, **kw)
+
+    monkeypatch.setattr(SessionStore, "add_nodes", counted)
+    monkeypatch.setattr(claude_code, "_CHUNK_BYTES", path.stat().st_size // 4)
+    store = SessionStore(tmp_path / "s.db")
+    report = claude_code.import_file(store, path)
+    assert 4 <= len(sizes) <= 6 and sum(sizes) == report.nodes_added  # about a quarter each
+    store.close()
