@@ -20,7 +20,9 @@ Peak memory: a Claude Code file of 2e4, 5e4 and 1e5 entries (quick mode: 5e3, 2e
 imported in a process of its own: the process's peak resident size during the import minus its
 resident size before it, beside the size of the session's index, with the growth per 1e4 entries
 (``--memory-only`` runs this part alone, ``--memory-sizes`` sets its sizes); then the middle size
-again with every text twenty times as long (the file's bytes grow, the entry count does not).
+again with every text twenty times as long (the file's bytes grow, the entry count does not). pi
+and Codex files the same way at the first two sizes, the second again with 20x texts
+(``--memory-formats`` picks the formats).
 """
 
 from __future__ import annotations
@@ -71,18 +73,15 @@ def _uuid(rng: random.Random) -> str:
     )
 
 
-def _say(rng: random.Random) -> str:
-    return " ".join(rng.choices(_WORDS, k=rng.randint(6, 30)))
+def _say(rng: random.Random, scale: int = 1) -> str:
+    """A text of 6 to 30 words, ``scale`` times over (the memory runs' 20x texts)."""
+    said = " ".join(rng.choices(_WORDS, k=rng.randint(6, 30)))
+    return " ".join([said] * scale) if scale > 1 else said
 
 
 def claude_code_lines(n: int, seed: int = 1, scale: int = 1) -> list[dict[str, Any]]:
     """``n`` Claude Code entries of one session, each text (prompt, reply, tool output) ``scale`` times over."""
     rng = random.Random(seed)
-
-    def _say(rng: random.Random) -> str:
-        said = globals()["_say"](rng)
-        return " ".join([said] * scale) if scale > 1 else said
-
     sid = _uuid(rng)
     out: list[dict[str, Any]] = []
     prev: str | None = None
@@ -109,7 +108,7 @@ def claude_code_lines(n: int, seed: int = 1, scale: int = 1) -> list[dict[str, A
         if i % 10 == 9:
             entry = {"type": "progress", "data": {"type": "hook_progress", "hookName": "lint"}}
         elif i % 4 == 0:
-            entry = {"type": "user", "message": {"role": "user", "content": _say(rng)}}
+            entry = {"type": "user", "message": {"role": "user", "content": _say(rng, scale)}}
         elif i % 4 == 1:
             call = "toolu_" + _uuid(rng).replace("-", "")[:24]
             entry = {
@@ -119,7 +118,7 @@ def claude_code_lines(n: int, seed: int = 1, scale: int = 1) -> list[dict[str, A
                     "role": "assistant",
                     "model": "claude-sonnet-4-5",
                     "content": [
-                        {"type": "text", "text": _say(rng)},
+                        {"type": "text", "text": _say(rng, scale)},
                         {"type": "tool_use", "id": call, "name": "Read", "input": {"path": "a.py"}},
                     ],
                 },
@@ -129,7 +128,9 @@ def claude_code_lines(n: int, seed: int = 1, scale: int = 1) -> list[dict[str, A
                 "type": "user",
                 "message": {
                     "role": "user",
-                    "content": [{"type": "tool_result", "tool_use_id": call, "content": _say(rng)}],
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": call, "content": _say(rng, scale)}
+                    ],
                 },
             }
         else:
@@ -139,7 +140,7 @@ def claude_code_lines(n: int, seed: int = 1, scale: int = 1) -> list[dict[str, A
                     "id": "msg_" + u[:8],
                     "role": "assistant",
                     "model": "claude-sonnet-4-5",
-                    "content": [{"type": "text", "text": _say(rng)}],
+                    "content": [{"type": "text", "text": _say(rng, scale)}],
                 },
             }
         out.append({"parentUuid": prev, **common, **entry, "uuid": u})
@@ -147,8 +148,8 @@ def claude_code_lines(n: int, seed: int = 1, scale: int = 1) -> list[dict[str, A
     return out
 
 
-def pi_lines(n: int, seed: int = 2) -> list[dict[str, Any]]:
-    """A pi v3 session: a header and ``n - 1`` entries."""
+def pi_lines(n: int, seed: int = 2, scale: int = 1) -> list[dict[str, Any]]:
+    """A pi v3 session: a header and ``n - 1`` entries, each text ``scale`` times over."""
     rng = random.Random(seed)
     out: list[dict[str, Any]] = [
         {"type": "session", "version": 3, "id": _uuid(rng), "timestamp": _stamp(0), "cwd": "/work"}
@@ -164,13 +165,16 @@ def pi_lines(n: int, seed: int = 2) -> list[dict[str, Any]]:
             eid = "%08x" % rng.getrandbits(32)  # noqa: UP031
         seen.add(eid)
         if i % 3 == 1:
-            msg: dict[str, Any] = {"role": "user", "content": [{"type": "text", "text": _say(rng)}]}
+            msg: dict[str, Any] = {
+                "role": "user",
+                "content": [{"type": "text", "text": _say(rng, scale)}],
+            }
         elif i % 3 == 2:
             call = "toolu_" + eid
             msg = {
                 "role": "assistant",
                 "content": [
-                    {"type": "text", "text": _say(rng)},
+                    {"type": "text", "text": _say(rng, scale)},
                     {"type": "toolCall", "id": call, "name": "read", "arguments": {"path": "a"}},
                 ],
             }
@@ -179,7 +183,7 @@ def pi_lines(n: int, seed: int = 2) -> list[dict[str, Any]]:
                 "role": "toolResult",
                 "toolCallId": call,
                 "toolName": "read",
-                "content": [{"type": "text", "text": _say(rng)}],
+                "content": [{"type": "text", "text": _say(rng, scale)}],
                 "isError": False,
             }
         out.append(
@@ -189,8 +193,8 @@ def pi_lines(n: int, seed: int = 2) -> list[dict[str, Any]]:
     return out
 
 
-def codex_lines(n: int, seed: int = 3) -> list[dict[str, Any]]:
-    """A Codex rollout: ``session_meta`` and ``n - 1`` lines."""
+def codex_lines(n: int, seed: int = 3, scale: int = 1) -> list[dict[str, Any]]:
+    """A Codex rollout: ``session_meta`` and ``n - 1`` lines, each text ``scale`` times over."""
     rng = random.Random(seed)
     out: list[dict[str, Any]] = [
         {
@@ -211,7 +215,7 @@ def codex_lines(n: int, seed: int = 3) -> list[dict[str, Any]]:
             p: dict[str, Any] = {
                 "type": "message",
                 "role": "user",
-                "content": [{"type": "input_text", "text": _say(rng)}],
+                "content": [{"type": "input_text", "text": _say(rng, scale)}],
             }
         elif k == 2:
             call = "call_" + _uuid(rng).replace("-", "")[:24]
@@ -222,12 +226,12 @@ def codex_lines(n: int, seed: int = 3) -> list[dict[str, Any]]:
                 "call_id": call,
             }
         elif k == 3:
-            p = {"type": "function_call_output", "call_id": call, "output": _say(rng)}
+            p = {"type": "function_call_output", "call_id": call, "output": _say(rng, scale)}
         elif k == 4:
             p = {
                 "type": "message",
                 "role": "assistant",
-                "content": [{"type": "output_text", "text": _say(rng)}],
+                "content": [{"type": "output_text", "text": _say(rng, scale)}],
             }
         else:
             out.append(
@@ -412,7 +416,9 @@ _PEAK = """
 import sys, tracemalloc
 from pathlib import Path
 from graph import SessionStore
-from graph.importers import claude_code
+from graph.importers import claude_code, codex, pi
+
+importer = {"claude-code": claude_code, "pi": pi, "codex": codex}[sys.argv[3]]
 
 def status(field):
     for row in Path("/proc/self/status").read_text().splitlines():
@@ -422,7 +428,7 @@ def status(field):
 
 store = SessionStore(Path(sys.argv[2]))
 before = status("VmRSS")
-report = claude_code.import_file(store, Path(sys.argv[1]))
+report = importer.import_file(store, Path(sys.argv[1]))
 peak = status("VmHWM")  # this process's own high-water mark (ru_maxrss would count the parent's)
 store.close()
 store = SessionStore(Path(sys.argv[2]))
@@ -433,7 +439,7 @@ print(before, peak, index, report.nodes_added)
 """
 
 
-def _peak_mib(path: Path, db: Path) -> tuple[float, float, int]:
+def _peak_mib(path: Path, db: Path, fmt: str = "claude-code") -> tuple[float, float, int]:
     """In a process of its own: (peak resident memory the import added, the index's size, nodes).
 
     Both in MiB: ``VmHWM`` after the import minus ``VmRSS`` before it (``ru_maxrss`` is not used:
@@ -441,7 +447,7 @@ def _peak_mib(path: Path, db: Path) -> tuple[float, float, int]:
     index allocates (traced by ``tracemalloc``).
     """
     out = subprocess.run(
-        [sys.executable, "-c", _PEAK, str(path), str(db)],
+        [sys.executable, "-c", _PEAK, str(path), str(db), fmt],
         check=True,
         capture_output=True,
         text=True,
@@ -450,8 +456,8 @@ def _peak_mib(path: Path, db: Path) -> tuple[float, float, int]:
     return (peak - before) / 1024, index / 1024, nodes
 
 
-def _run_memory(bench: Bench, directory: Path, sizes: list[int]) -> None:
-    """Peak memory of importing a Claude Code file, at three sizes, each in a fresh process.
+def _run_memory(bench: Bench, directory: Path, sizes: list[int], fmt: str = "claude-code") -> None:
+    """Peak memory of importing a file of format ``fmt``, at each size, each in a fresh process.
 
     The peak resident size during the import minus the resident size before it (the store open,
     the modules loaded): what the import itself holds at its peak, the session's index included;
@@ -461,13 +467,14 @@ def _run_memory(bench: Bench, directory: Path, sizes: list[int]) -> None:
     figures: list[tuple[int, float, float]] = []
 
     def peak(n: int, scale: int = 1) -> tuple[Path, float, float, int]:
-        path = directory / f"peak-{n}-x{scale}.jsonl"
+        path = directory / f"peak-{fmt}-{n}-x{scale}.jsonl"
         # Written by a child too: the lines generated here would stay in this process's memory.
         subprocess.run(
-            [sys.executable, __file__, "--write-claude-code", str(n), str(path), str(scale)],
+            [sys.executable, __file__, "--write", fmt, str(n), str(path), str(scale)],
             check=True,
         )
-        return path, *_peak_mib(path, scratch_db(directory, f"peak-{n}-x{scale}.db"))
+        db = scratch_db(directory, f"peak-{fmt}-{n}-x{scale}.db")
+        return path, *_peak_mib(path, db, fmt)
 
     for n in sizes:
         path, mib, index, nodes = peak(n)
@@ -482,13 +489,13 @@ def _run_memory(bench: Bench, directory: Path, sizes: list[int]) -> None:
             )
         figures.append((n, mib, index))
         print(
-            f"peak memory, claude-code import of {n:,} entries"
+            f"peak memory, {fmt} import of {n:,} entries"
             f" ({path.stat().st_size / 2**20:.1f} MiB of file, {nodes:,} nodes):"
             f" +{mib:.0f} MiB, the index {index:.0f} MiB of it{growth}"
         )
     n, mib, index = figures[-1]
     bench.target(
-        f"peak memory importing claude-code {n:,} entries, beyond the index",
+        f"peak memory importing {fmt} {n:,} entries, beyond the index",
         mib - index,
         "<=",
         100,
@@ -496,7 +503,7 @@ def _run_memory(bench: Bench, directory: Path, sizes: list[int]) -> None:
     )
     first = figures[0][1] - figures[0][2]
     bench.target(
-        f"peak memory beyond the index, {sizes[0]:,} -> {n:,} entries"
+        f"peak memory beyond the index, {fmt} {sizes[0]:,} -> {n:,} entries"
         f" (size x{n / sizes[0]:.3g}; flat is 1x)",
         (mib - index) / max(first, 1.0),
         "<=",
@@ -505,14 +512,15 @@ def _run_memory(bench: Bench, directory: Path, sizes: list[int]) -> None:
     # The same entries with every text twenty times as long: the file's bytes grow, its entries not.
     n, mib, index = figures[len(figures) // 2]
     path, big, big_index, _ = peak(n, 20)
-    small_bytes = (directory / f"peak-{n}-x1.jsonl").stat().st_size
+    small_bytes = (directory / f"peak-{fmt}-{n}-x1.jsonl").stat().st_size
     print(
-        f"peak memory, claude-code import of {n:,} entries with 20x texts"
+        f"peak memory, {fmt} import of {n:,} entries with 20x texts"
         f" ({path.stat().st_size / 2**20:.1f} MiB of file against {small_bytes / 2**20:.1f}):"
         f" +{big:.0f} MiB, the index {big_index:.0f} MiB of it"
     )
     bench.target(
-        f"peak memory beyond the index, {n:,} entries, file bytes x{path.stat().st_size / small_bytes:.2g}"
+        f"peak memory beyond the index, {fmt} {n:,} entries, file bytes"
+        f" x{path.stat().st_size / small_bytes:.2g}"
         " (the same entries, longer texts; flat is 1x)",
         (big - big_index) / max(mib - index, 1.0),
         "<=",
@@ -523,9 +531,9 @@ def _run_memory(bench: Bench, directory: Path, sizes: list[int]) -> None:
 def main(argv: list[str] | None = None) -> dict[str, object]:
     """Run the import benchmarks and return the JSON-shaped results."""
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--write-claude-code"]:  # the memory runs' files, written in a child process
-        scale = int(argv[3]) if len(argv) > 3 else 1
-        _write(Path(argv[2]), claude_code_lines(int(argv[1]), scale=scale))
+    if argv[:1] == ["--write"]:  # the memory runs' files, written in a child process
+        make = FORMATS[argv[1]][0]
+        _write(Path(argv[3]), make(int(argv[2]), scale=int(argv[4])))
         return {}
     args = parse_args(__doc__.splitlines()[0], argv, _memory_options)
     sizes = [200] if args.smoke else [2_000] if args.quick else [10_000, 100_000]
@@ -534,9 +542,18 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     peak_sizes = peak_sizes if args.quick else [20_000, 50_000, 100_000]
     if args.memory_sizes:
         peak_sizes = [int(float(x)) for x in args.memory_sizes.split(",")]
+    memory_formats = (args.memory_formats or ",".join(FORMATS)).split(",")
+
+    def run_memory(directory: Path) -> None:
+        for fmt in memory_formats:
+            # pi and Codex at two sizes: their rows add the format, not another size.
+            _run_memory(
+                bench, directory, peak_sizes if fmt == "claude-code" else peak_sizes[:2], fmt
+            )
+
     with scratch_dir(args.dir) as directory:
         if args.memory_only:
-            _run_memory(bench, directory, peak_sizes)
+            run_memory(directory)
             return bench.finish(args.json)
         if CORPUS.is_dir():
             files = sorted(CORPUS.glob("*/*.jsonl"))
@@ -552,13 +569,16 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         for fmt in FORMATS:
             for n in sizes:
                 _run_grown(bench, directory, n, fmt)
-        _run_memory(bench, directory, peak_sizes)
+        run_memory(directory)
     return bench.finish(args.json)
 
 
 def _memory_options(p: Any) -> None:
+    p.add_argument("--memory-only", action="store_true", help="run only the peak-memory part")
     p.add_argument(
-        "--memory-only", action="store_true", help="run only the peak-memory part (Claude Code)"
+        "--memory-formats",
+        metavar="FMT,...",
+        help="the formats of the peak-memory part (default: claude-code,pi,codex)",
     )
     p.add_argument(
         "--memory-sizes",
