@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from graph.ids import NodeId
-from graph.importers.jsonl import LineProblems
+from graph.importers.jsonl import Line, LineProblems, LineReader, Slim
 from graph.importers.report import FileReport, TranscriptError
 from graph.models import Content, ImageBlock, Kind, Node, Role, Session, TextBlock, content_text
 from graph.store.base import BaseStore, paused_gc
@@ -29,6 +29,7 @@ __all__ = [
     "parse_time",
     "preview",
     "refuse_another_transcript",
+    "rereading",
     "stamp_subtrees",
     "stored_ids",
     "text_blocks",
@@ -66,6 +67,34 @@ def predecessors_first(ids: Sequence[str], pred: Mapping[str, str | None]) -> li
             state[k] = 2
             order.append(k)
     return order
+
+
+@contextmanager
+def rereading(
+    path: Path, keep: Callable[[dict[str, Any]], dict[str, Any]]
+) -> Iterator[Callable[[Line], Line]]:
+    """Yield ``whole(line) -> Line``: a line read slim (``keep``, a :class:`Slim`), read whole again.
+
+    A line that holds its object whole already (``data`` not a :class:`Slim`) is returned as it
+    is. The object is read from the line's byte offset (:class:`LineReader`) and must be the one
+    read before: ``keep`` of it equal to the slim entry kept.
+
+    Raises:
+        TranscriptError: (from ``whole``) the line no longer holds the object it was read as (the
+            file was rewritten while it was imported); nothing of the file is stored.
+        OSError: the file cannot be read.
+    """
+    with LineReader(path) as reader:
+
+        def whole(line: Line) -> Line:
+            if not isinstance(line.data, Slim):
+                return line
+            data = reader.data(line)
+            if data is None or keep(data) != line.data:
+                raise TranscriptError(path, f"line {line.number} changed while it was imported")
+            return Line(line.number, data, line.offset, line.part)
+
+        yield whole
 
 
 def add_chunked(

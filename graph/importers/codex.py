@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -80,11 +80,12 @@ from graph.importers._common import (
     parse_time,
     preview,
     refuse_another_transcript,
+    rereading,
     stamp_subtrees,
     stored_ids,
     write_planned,
 )
-from graph.importers.jsonl import Line, LineProblems, ReadPosition
+from graph.importers.jsonl import Line, LineProblems, ReadPosition, Slim
 from graph.importers.report import FileReport, TranscriptError
 from graph.importers.resume import (
     FileState,
@@ -121,6 +122,46 @@ _NEVER_ECHOED = (*_INJECTED, "<user_shell_command>")
 """Text forms of user items Codex writes with no echo (context it injects, a ``!`` shell command)."""
 _CALLS = ("function_call", "custom_tool_call", "local_shell_call", "web_search_call")
 _OUTPUTS = ("function_call_output", "custom_tool_call_output")
+
+
+_TEXTS = ("input_text", "output_text", "text")
+"""The content block types whose text is a message's text."""
+
+
+def _slim(data: dict[str, Any]) -> dict[str, Any]:
+    """What the rules read of a rollout item: the rest stays in the file until its node is made.
+
+    Kept: the item's type and time, its payload's type, role and ``turn_id``; a user item's text
+    blocks (the echo pairing, the title) and an echo's ``message``; a ``session_meta`` and a
+    ``thread_rolled_back`` whole. Outputs, arguments, reasoning and images are read again when the
+    item's node is made (:func:`graph.importers._common.rereading`), so a read holds about the same
+    per item whatever the items' size.
+    """
+    kind = data.get("type")
+    p = data.get("payload")
+    if kind == "session_meta":
+        return data
+    out = Slim({k: data[k] for k in ("type", "timestamp") if k in data})
+    if not isinstance(p, Mapping):
+        return out
+    ptype = p.get("type")
+    if kind == "event_msg" and ptype == "thread_rolled_back":
+        out["payload"] = p
+        return out
+    kept = {k: p[k] for k in ("type", "role", "turn_id") if k in p}
+    if kind == "event_msg" and ptype == "user_message" and "message" in p:
+        kept["message"] = p["message"]
+    elif kind == "response_item" and ptype == "message" and p.get("role") == "user":
+        content = p.get("content")
+        kept["content"] = [
+            {k: b[k] for k in ("type", "text") if k in b}
+            if b.get("type") in _TEXTS
+            else {"type": b.get("type")}
+            for b in (content if isinstance(content, list) else ())
+            if isinstance(b, Mapping)
+        ]
+    out["payload"] = kept
+    return out
 
 
 def _payload(line: Line) -> Mapping[str, Any]:
@@ -241,7 +282,7 @@ def _text_of(content: Any) -> tuple[Block, ...]:
     for b in content if isinstance(content, list) else []:
         if not isinstance(b, Mapping):
             continue
-        if b.get("type") in ("input_text", "output_text", "text"):
+        if b.get("type") in _TEXTS:
             blocks.append(TextBlock(text=str(b.get("text", ""))))
         elif b.get("type") == "input_image":
             blocks.append(ImageBlock(ref=str(b.get("image_url", ""))[:2000]))
@@ -507,7 +548,7 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
         if resume and resumed(store, path, FORMAT, report, problems, _resume):
             return report
         position = ReadPosition()
-        items = read_complete(path, problems, position)
+        items = read_complete(path, problems, position, _slim)
         if nothing_complete_yet(path, items, position, report):
             return report
         if items and not any(line.data.get("type") in _TYPES for line in items):
@@ -620,12 +661,13 @@ def _import(
     ]
     last = parse_time(_payload(items[0]).get("timestamp"), EPOCH)
     title = ""
-    planned: list[tuple[Line, str, Kind, Role, Content, str | None, tuple[str, ...], datetime]] = []
+    # (line, node id, prompt, predecessor, covers, time): the content is read when it is written
+    planned: list[tuple[Line, str, bool | None, str | None, tuple[str, ...], datetime]] = []
     pred: dict[str, str | None] = {}
     prev: str | None = None
     turns: list[str] = []  # the prompts on the current chain, oldest first
     rollbacks: list[tuple[str, str]] = []  # (node kept, first prompt dropped)
-    stored: list[tuple[str, int, Kind, Role, Content]] = []  # entries the session holds
+    stored: list[tuple[str, int, Line, bool | None]] = []  # entries the session holds
     for node_id, line, prompt in order:
         last = parse_time(line.data.get("timestamp"), last)
         kind, role, content = _item(line, prompt)
@@ -641,17 +683,25 @@ def _import(
         pred[node_id] = prev
         p, prev = prev, node_id
         if node_id in known:
-            stored.append((node_id, line.number, kind, role, content))
+            stored.append((node_id, line.number, line, prompt))
             continue
         covers: tuple[str, ...] = ()
         if kind is Kind.SUMMARY and p is not None:
             covers = _since_last_compaction(p, pred, known, covers_of)
             covers_of[node_id] = covers
-        planned.append((line, node_id, kind, role, content, p, covers, last))
+        planned.append((line, node_id, prompt, p, covers, last))
     if known and sid == own:
-        refuse_another_transcript(store, path, sid, stored, len(planned))
-    # Each item's node is made as its chunk is written (add_chunked): only its content is held.
-    new = (_node(x[0], x[1], x[2], x[3], x[4], x[5], sid, x[6], x[7]) for x in planned)
+        with rereading(path, _slim) as whole:
+            held = [(i, n, *_item(whole(line), prompt)) for i, n, line, prompt in stored]
+        refuse_another_transcript(store, path, sid, held, len(planned))
+
+    def nodes(whole: Callable[[Line], Line]) -> Iterator[Node]:
+        # Each item is read whole and made a node as its chunk is written (add_chunked).
+        for line, node_id, prompt, p, covers, when in planned:
+            full = whole(line)
+            kind, role, content = _item(full, prompt)
+            yield _node(full, node_id, kind, role, content, p, sid, covers, when)
+
     existed = _exists(store, sid)
     session = store.session(sid) if existed else None
     seen = holders(store, [i for i in ids.ids if i])
@@ -672,7 +722,11 @@ def _import(
         return same and holders(store, seen) == seen
 
     def write() -> None:
-        _write(store, path, sid, own, ids, root_meta, title, new, prev, had_head, rollbacks, report)
+        with rereading(path, _slim) as whole:
+            new = nodes(whole)
+            _write(
+                store, path, sid, own, ids, root_meta, title, new, prev, had_head, rollbacks, report
+            )
         save_state(store, path, FORMAT, position, state)
 
     return still_true, write

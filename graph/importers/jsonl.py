@@ -43,6 +43,7 @@ __all__ = [
     "LineProblems",
     "LineReader",
     "ReadPosition",
+    "Slim",
     "read_jsonl",
     "reading_progress",
     "without_bom",
@@ -90,6 +91,17 @@ class Line:
     """The byte offset of the line's start in the file (-1: not read from a file)."""
     part: int = 0
     """Which object of the line it is (0-based; more than one when a line was split)."""
+
+
+class Slim(dict[str, Any]):
+    """What an importer keeps of an object while it reads a large file: the fields its rules read.
+
+    The rest stays in the file; :func:`graph.importers._common.rereading` reads the object whole
+    again, from the line's byte offset, when its node is made. A :class:`Line` whose ``data`` is
+    a plain dict holds the object whole (kept so, or made by the importer).
+    """
+
+    __slots__ = ()
 
 
 @dataclass

@@ -73,10 +73,18 @@ from graph.importers._common import (
     predecessors_first,
     preview,
     refuse_another_transcript,
+    rereading,
     stored_ids,
     write_planned,
 )
-from graph.importers.jsonl import Line, LineProblems, ReadPosition, read_jsonl, without_bom
+from graph.importers.jsonl import (
+    Line,
+    LineProblems,
+    ReadPosition,
+    Slim,
+    read_jsonl,
+    without_bom,
+)
 from graph.importers.report import FileReport, TranscriptError
 from graph.importers.resume import (
     FileState,
@@ -98,6 +106,40 @@ _TYPES = frozenset(
     {"session", "message", "compaction", "branch_summary", "custom_message", *_EVENTS}
 )
 """The entry types pi writes: a file holding none of them is not a pi session."""
+
+
+_KEPT = ("type", "id", "parentId", "timestamp", "firstKeptEntryId", "firstKeptEntryIndex", "fromId")
+"""The fields of an entry the rules read (besides a ``session_info``'s name and a message's role)."""
+_SHARED_TYPES = {t: t for t in _TYPES}
+_SHARED_MESSAGES = {
+    r: {"role": r}
+    for r in ("user", "assistant", "toolResult", "bashExecution", "custom")
+    + ("branchSummary", "compactionSummary")
+}
+"""One copy of each entry type and of each role's slim ``message`` for every slim entry (read only)."""
+
+
+def _slim(data: dict[str, Any]) -> dict[str, Any]:
+    """What the rules read of an entry (:data:`_KEPT`): the rest stays in the file until written.
+
+    The header is kept whole (it is the session's metadata). An entry's texts and blocks are read again
+    when the entry's node is made (:func:`graph.importers._common.rereading`), so a read holds
+    about the same per entry whatever the entries' size.
+    """
+    kind = data.get("type")
+    if kind == "session":
+        return data
+    out = Slim({k: data[k] for k in _KEPT if k in data})
+    if isinstance(kind, str):
+        out["type"] = _SHARED_TYPES.get(kind, kind)
+    if kind == "session_info" and "name" in data:
+        out["name"] = data["name"]
+    m = data.get("message")
+    if isinstance(m, Mapping) and "role" in m:
+        role = m["role"]
+        shared = _SHARED_MESSAGES.get(role) if isinstance(role, str) else None
+        out["message"] = shared if shared is not None else {"role": role}
+    return out
 
 
 def header(path: Path) -> dict[str, Any] | None:
@@ -257,7 +299,7 @@ def _import_file(
         if resume and resumed(store, path, FORMAT, report, problems, _resume):
             return report
         position = ReadPosition()
-        lines = read_complete(path, problems, position)
+        lines = read_complete(path, problems, position, _slim)
         if nothing_complete_yet(path, lines, position, report):
             return report
         _check_one_session(path, lines)
@@ -362,13 +404,15 @@ def _import(
     report.skipped += repeats
     inside = set(ids)
     known = stored_ids(store, sid)
-    if known and sid == own:
-        stored = []
-        for node_id, e in zip(ids, entries, strict=True):
-            if node_id in known:
-                kind, role, content, _ = _message(e.data)
-                stored.append((node_id, e.number, kind, role, content))
-        refuse_another_transcript(store, path, sid, stored, len(ids) - len(stored))
+    with rereading(path, _slim) as whole:
+        if known and sid == own:
+            stored = []
+            for node_id, e in zip(ids, entries, strict=True):
+                if node_id in known:
+                    kind, role, content, _ = _message(whole(e).data)
+                    stored.append((node_id, e.number, kind, role, content))
+            refuse_another_transcript(store, path, sid, stored, len(ids) - len(stored))
+        named, prompted, title = _title(entries, whole)
     covers_of: dict[str, tuple[str, ...]] = dict(store.index(sid).covers) if known else {}
     pred: dict[str, str | None] = {}
     for i, e in enumerate(entries):
@@ -400,7 +444,6 @@ def _import(
     for i, e in enumerate(entries):
         last = parse_time(e.data.get("timestamp"), last)
         times[ids[i]] = last
-    named, prompted, title = _title(entries)
     planned: dict[int, tuple[str, ...]] = {}  # position -> covers: the nodes made when written
     for i, e in enumerate(entries):
         node_id = ids[i]
@@ -414,12 +457,12 @@ def _import(
             report.dangling.append((node_id, dangling[node_id]))
         planned[i] = covers
 
-    def nodes() -> Iterator[Node]:
+    def nodes(whole: Callable[[Line], Line]) -> Iterator[Node]:
         for i in predecessors_first(ids, pred) or range(len(ids)):  # a cycle: the store names it
             if i in planned:
                 node_id = ids[i]
                 yield _node(
-                    entries[i],
+                    whole(entries[i]),
                     node_id,
                     raw_ids[node_id],
                     pred[node_id],
@@ -459,17 +502,21 @@ def _import(
         head = ids[-1] if ids else None
         if sid != own and store.session(sid).head is not None:
             head = store.session(sid).head
-        report.nodes_added += add_chunked(store, sid, nodes(), head=head)
+        with rereading(path, _slim) as whole:  # the entries' contents, a chunk at a time
+            report.nodes_added += add_chunked(store, sid, nodes(whole), head=head)
         save_state(store, path, FORMAT, position, state)
 
     return still_true, write
 
 
-def _title(entries: list[Line]) -> tuple[bool, bool, str]:
+def _title(
+    entries: list[Line], whole: Callable[[Line], Line] = lambda e: e
+) -> tuple[bool, bool, str]:
     """``(named, prompted, title)`` of a file's entries, or of the entries appended to it.
 
     The title is the newest ``session_info`` name (``named``), else the first user prompt's text
-    (``prompted``: a user message was met, even one whose text is empty).
+    (``prompted``: a user message was met, even one whose text is empty). ``whole`` reads a slim
+    entry whole (the prompt's text).
     """
     title = ""
     for e in entries:
@@ -479,7 +526,7 @@ def _title(entries: list[Line]) -> tuple[bool, bool, str]:
         return True, any(_is_user(e) for e in entries), title
     for e in entries:
         if _is_user(e):
-            return False, True, preview(_blocks(e.data["message"].get("content"))[0])
+            return False, True, preview(_blocks(whole(e).data["message"].get("content"))[0])
     return False, False, ""
 
 

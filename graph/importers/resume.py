@@ -275,16 +275,27 @@ def without_torn_tail(
     return [line for line in lines if line.number != last]
 
 
-def read_complete(path: Path, problems: LineProblems, position: ReadPosition) -> list[Line]:
+def read_complete(
+    path: Path,
+    problems: LineProblems,
+    position: ReadPosition,
+    keep: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> list[Line]:
     """Read ``path`` from ``position`` (:func:`graph.importers.jsonl.read_jsonl`), torn tail dropped.
 
     The objects of a last line still being written are left for the next import
     (:func:`without_torn_tail`). ``problems`` and ``position`` are updated as the read goes.
+    ``keep``, when given, turns each object into what the caller keeps of it as it is read (a
+    :class:`graph.importers.jsonl.Slim` entry, read whole again later), so the file's parsed
+    objects are never all alive at once.
 
     Raises:
         OSError: the file cannot be read.
     """
-    return without_torn_tail(list(read_jsonl(path, problems, position)), problems, position)
+    lines = read_jsonl(path, problems, position)
+    if keep is not None:
+        lines = (Line(x.number, keep(x.data), x.offset, x.part) for x in lines)
+    return without_torn_tail(list(lines), problems, position)
 
 
 def nothing_complete_yet(
