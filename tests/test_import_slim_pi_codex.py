@@ -104,3 +104,41 @@ def test_an_entry_rewritten_before_its_node_is_made_stores_nothing(
         importer.import_file(store, path)
     assert store.sessions() == []
     store.close()
+
+
+def test_an_echo_pairs_the_user_item_of_its_text_not_the_nearest(tmp_path: Path) -> None:
+    """A slim read keeps a digest of each text: the echo still finds the prompt it repeats."""
+    meta = {"id": "0199a1b2-0000-7000-8000-000000000001", "timestamp": "2025-03-01T00:00:00Z"}
+
+    def item(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+        return {"timestamp": "2025-03-01T00:00:01Z", "type": kind, "payload": payload}
+
+    def user(text: str) -> dict[str, Any]:
+        return {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": text}],
+        }
+
+    prompt = "fix the parser " * 40  # longer than the text a slim item keeps of it
+    lines = [
+        {"timestamp": meta["timestamp"], "type": "session_meta", "payload": meta},
+        item("response_item", user(prompt)),
+        item("response_item", user(prompt + "(the context the CLI injected, sanitized)")),
+        item("event_msg", {"type": "user_message", "message": prompt}),
+        item(
+            "response_item",
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "ok"}],
+            },
+        ),
+    ]
+    store = SessionStore(tmp_path / "s.db")
+    report = codex.import_file(store, _write(tmp_path / "rollout.jsonl", lines))
+    sid = report.session_ids[0]
+    roles = {n.id: n.role.value for n in store.nodes(sid)}
+    assert (roles[f"{sid}:1"], roles[f"{sid}:2"]) == ("user", "system")
+    assert store.session(sid).title.startswith("fix the parser fix the parser")
+    store.close()

@@ -62,6 +62,7 @@ Mapping (a rollout is one ``{timestamp, type, payload}`` record per line, in fil
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -131,11 +132,13 @@ _TEXTS = ("input_text", "output_text", "text")
 def _slim(data: dict[str, Any]) -> dict[str, Any]:
     """What the rules read of a rollout item: the rest stays in the file until its node is made.
 
-    Kept: the item's type and time, its payload's type, role and ``turn_id``; a user item's text
-    blocks (the echo pairing, the title) and an echo's ``message``; a ``session_meta`` and a
-    ``thread_rolled_back`` whole. Outputs, arguments, reasoning and images are read again when the
-    item's node is made (:func:`graph.importers._common.rereading`), so a read holds about the same
-    per item whatever the items' size.
+    Kept: the item's type and time, its payload's type, role and ``turn_id``; of a user item, the
+    first :data:`_HEAD` characters of its text (the prefixes that tell injected context) and,
+    under ``said``, a digest of its text (:func:`_said`: the echo pairing compares texts); of an
+    echo, the digest of its ``message``; a ``session_meta`` and a ``thread_rolled_back`` whole.
+    Texts, outputs, arguments, reasoning and images are read again when the item's node is made
+    (:func:`graph.importers._common.rereading`), so a read holds about the same per item whatever
+    the items' size.
     """
     kind = data.get("type")
     p = data.get("payload")
@@ -149,19 +152,37 @@ def _slim(data: dict[str, Any]) -> dict[str, Any]:
         out["payload"] = p
         return out
     kept = {k: p[k] for k in ("type", "role", "turn_id") if k in p}
-    if kind == "event_msg" and ptype == "user_message" and "message" in p:
-        kept["message"] = p["message"]
-    elif kind == "response_item" and ptype == "message" and p.get("role") == "user":
-        content = p.get("content")
-        kept["content"] = [
-            {k: b[k] for k in ("type", "text") if k in b}
-            if b.get("type") in _TEXTS
-            else {"type": b.get("type")}
-            for b in (content if isinstance(content, list) else ())
-            if isinstance(b, Mapping)
-        ]
     out["payload"] = kept
+    line = Line(0, data)
+    if _is_echo(line) or _is_user_item(line):
+        out["said"] = _said(line)
+    if _is_user_item(line):
+        text = "\n".join(b.text for b in _text_of(p.get("content")) if isinstance(b, TextBlock))
+        kept["content"] = [{"type": "input_text", "text": text.lstrip()[:_HEAD]}]
     return out
+
+
+_HEAD = 64
+"""Characters of a user item's text a slim item keeps: the prefixes :func:`_item` and
+:func:`_settled` look for (:data:`_NEVER_ECHOED`) are all shorter."""
+
+
+def _said(line: Line) -> bytes | None:
+    """A digest (BLAKE2b, 16 bytes) of what an echo says or of a user item's text, to compare them.
+
+    None for an echo that says nothing. A slim item (:func:`_slim`) holds its digest; an echo
+    pairs with a user item of the same digest (two texts apart share one with odds of 2**-128).
+    """
+    if isinstance(line.data, Slim):
+        kept = line.data.get("said")
+        return kept if isinstance(kept, bytes) else None
+    if _is_echo(line):
+        text = str(_payload(line).get("message") or "").strip()
+        if not text:
+            return None
+    else:
+        text = _plain(_payload(line).get("content"))
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def _payload(line: Line) -> Mapping[str, Any]:
@@ -381,8 +402,8 @@ def _pairing(
 
     for k in echoes:
         near = run(k, -1) + run(k, 1)
-        said = str(_payload(items[k]).get("message") or "").strip()
-        same = [j for j in near if said and _plain(_payload(items[j]).get("content")) == said]
+        said = _said(items[k])
+        same = [j for j in near if said is not None and _said(items[j]) == said]
         picks[k] = (near, bool(same))
         if same or near:
             paired.add((same or near)[0])
@@ -660,7 +681,6 @@ def _import(
         (i, items[k], None if prompts is None else k in prompts) for k, i in enumerate(ids.ids) if i
     ]
     last = parse_time(_payload(items[0]).get("timestamp"), EPOCH)
-    title = ""
     # (line, node id, prompt, predecessor, covers, time): the content is read when it is written
     planned: list[tuple[Line, str, bool | None, str | None, tuple[str, ...], datetime]] = []
     pred: dict[str, str | None] = {}
@@ -668,11 +688,12 @@ def _import(
     turns: list[str] = []  # the prompts on the current chain, oldest first
     rollbacks: list[tuple[str, str]] = []  # (node kept, first prompt dropped)
     stored: list[tuple[str, int, Line, bool | None]] = []  # entries the session holds
+    users: list[tuple[Line, bool | None]] = []  # the user items: the first with text is the title
     for node_id, line, prompt in order:
         last = parse_time(line.data.get("timestamp"), last)
-        kind, role, content = _item(line, prompt)
+        kind, role, _ = _item(line, prompt)  # (a slim item's content is not its content)
         if kind is Kind.MESSAGE and role is Role.USER:
-            title = title or preview(content)
+            users.append((line, prompt))
             turns.append(node_id)
         elif kind is Kind.SUMMARY:
             turns.clear()  # the turns before a compaction are no longer in the history
@@ -690,10 +711,12 @@ def _import(
             covers = _since_last_compaction(p, pred, known, covers_of)
             covers_of[node_id] = covers
         planned.append((line, node_id, prompt, p, covers, last))
-    if known and sid == own:
-        with rereading(path, _slim) as whole:
+    with rereading(path, _slim) as whole:
+        said = (preview(_item(whole(line), prompt)[2]) for line, prompt in users)
+        title = next((t for t in said if t), "")
+        if known and sid == own:
             held = [(i, n, *_item(whole(line), prompt)) for i, n, line, prompt in stored]
-        refuse_another_transcript(store, path, sid, held, len(planned))
+            refuse_another_transcript(store, path, sid, held, len(planned))
 
     def nodes(whole: Callable[[Line], Line]) -> Iterator[Node]:
         # Each item is read whole and made a node as its chunk is written (add_chunked).
@@ -712,7 +735,10 @@ def _import(
         and not any(_is_meta(line) and _payload(line).get("forked_from_id") for line in items)
         and not (items and items[-1].number > position.line)  # an unterminated last line
     )
-    state = _state(sid, items, prompts, title=title, prev=prev, time=last, resumable=resumable)
+    with rereading(path, _slim) as whole:
+        state = _state(
+            sid, items, prompts, title=title, prev=prev, time=last, resumable=resumable, whole=whole
+        )
 
     def still_true() -> bool:
         now = store.session(sid) if _exists(store, sid) else None
@@ -776,11 +802,13 @@ def _state(
     prev: str | None,
     time: datetime,
     resumable: bool,
+    whole: Callable[[Line], Line] = lambda line: line,
 ) -> dict[str, Any]:
     """A rollout's state after an import: where its chain ends and its last items' pairing.
 
     A rollout is resumed only when it was ``resumable`` (not a fork, a session_meta first, no
     unterminated last line) and no echo among its last items may still pair an appended item.
+    ``whole`` reads a slim item whole (the last items' texts are kept in the state).
     """
     start = max(0, len(items) - _RUN)
     window = items[start:]
@@ -793,7 +821,7 @@ def _state(
         "title": title,
         "echoed": prompts is not None,
         "window": [
-            _lite(line, prompts is not None and start + k in prompts)
+            _lite(whole(line), prompts is not None and start + k in prompts)
             for k, line in enumerate(window)
         ],
     }
