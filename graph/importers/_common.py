@@ -102,8 +102,9 @@ def add_chunked(
 ) -> int:
     """Hand ``nodes`` to the store :data:`CHUNK` at a time; return how many were added.
 
-    ``nodes`` may be a generator: only one chunk's nodes are alive at once, so an import holds its
-    parsed entries, not every node model and row of the file as well. Each node must come after
+    ``nodes`` may be a generator: only one chunk's nodes are alive at once, so an import holds what
+    its rules keep of the entries (:func:`rereading` reads each whole as its node is made), not
+    every node model and row of the file as well. Each node must come after
     its predecessor (or the predecessor be stored). The head moves to ``head`` with the last
     chunk. Run it inside the import's transaction: the chunks are stored together or not at all.
 

@@ -41,6 +41,12 @@ Mapping (a rollout is one ``{timestamp, type, payload}`` record per line, in fil
   that session, in the same transaction, so the store holds what a single read of the finished
   rollout stores (the markers a consumer wrote on the replaced session go with it).
 * The head is the last node.
+* A rollout is read in two passes: the first keeps of each item only what the rules read
+  (:func:`_slim`: types, roles, times, a user item's first characters and a digest of each user
+  item's and echo's text for the pairing), the second reads each item whole again by its byte
+  offset as its chunk of nodes is made, so an import holds about the same per item whatever the
+  items' size. A line that no longer holds its item then (the file rewritten meanwhile) fails the
+  import, and nothing of the file is stored.
 * A prompt read before its echo is written (Codex writes the prompt's item, then the echo) would
   be taken for injected context and stored so for good: the items from the first one whose role
   a later item may still change (an unpaired user item after the last echo, or the last echo's

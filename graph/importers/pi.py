@@ -42,6 +42,11 @@ Mapping (pi's session format: a header line, then entries linked by ``id``/``par
   imports (a source stored afterwards does not move it). A source that is the file itself, or forks
   from it, is not followed.
 * The head is the last entry in file order.
+* A file is read in two passes: the first keeps of each entry only what the rules read
+  (:func:`_slim`: its ids, parent, type, time and the references a summary makes), the second
+  reads each entry whole again by its byte offset as its chunk of nodes is made, so an import
+  holds about the same per entry whatever the entries' size. A line that no longer holds its entry
+  then (the file rewritten meanwhile) fails the import, and nothing of the file is stored.
 * A last line pi is still writing (no newline yet, torn) stores nothing, not even an object found
   inside it (:func:`graph.importers.resume.without_torn_tail`): the next import reads it whole. A
   file whose first line (the header) is still torn stores nothing at all.
