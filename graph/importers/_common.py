@@ -230,7 +230,7 @@ def refuse_another_transcript(
     store: BaseStore,
     path: Path,
     session_id: str,
-    stored_entries: Sequence[tuple[str, int, Kind, Role, Content]],
+    stored_entries: Callable[[], Sequence[tuple[str, int, Kind, Role, Content]]],
     new_entries: int,
 ) -> None:
     """Refuse a file that names a stored session another file holds with other entries.
@@ -244,8 +244,9 @@ def refuse_another_transcript(
         store: The store.
         path: The file being imported.
         session_id: The session it names, stored already.
-        stored_entries: ``(node id, line number, kind, role, content)`` of each entry of the file
-            whose node id the session holds.
+        stored_entries: Gives ``(node id, line number, kind, role, content)`` of each entry of
+            the file whose node id the session holds; called only when the session is stored from
+            another path (the contents are read again from the file then, not on every re-import).
         new_entries: How many entries of the file the session does not hold.
 
     Raises:
@@ -255,15 +256,16 @@ def refuse_another_transcript(
     if not isinstance(other, str) or other == str(path):
         return
     why = f"two conversations with one session id (a placeholder?); nothing of {path} was stored"
-    if not stored_entries:
+    stored = stored_entries()
+    if not stored:
         if new_entries:
             raise TranscriptError(
                 path,
                 f"session {session_id} is stored from {other}, which holds none of its entries: {why}",
             )
         return
-    there = store.nodes(session_id, [e[0] for e in stored_entries])
-    for (node_id, number, kind, role, content), node in zip(stored_entries, there, strict=True):
+    there = store.nodes(session_id, [e[0] for e in stored])
+    for (node_id, number, kind, role, content), node in zip(stored, there, strict=True):
         if (kind, role, content) != (node.kind, node.role, node.content):
             raise TranscriptError(
                 path,

@@ -721,8 +721,13 @@ def _import(
         said = (preview(_item(whole(line), prompt)[2]) for line, prompt in users)
         title = next((t for t in said if t), "")
         if known and sid == own:
-            held = [(i, n, *_item(whole(line), prompt)) for i, n, line, prompt in stored]
-            refuse_another_transcript(store, path, sid, held, len(planned))
+            refuse_another_transcript(
+                store,
+                path,
+                sid,
+                lambda: [(i, n, *_item(whole(line), prompt)) for i, n, line, prompt in stored],
+                len(planned),
+            )
 
     def nodes(whole: Callable[[Line], Line]) -> Iterator[Node]:
         # Each item is read whole and made a node as its chunk is written (add_chunked).

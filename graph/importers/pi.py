@@ -411,12 +411,13 @@ def _import(
     known = stored_ids(store, sid)
     with rereading(path, _slim) as whole:
         if known and sid == own:
-            stored = []
-            for node_id, e in zip(ids, entries, strict=True):
-                if node_id in known:
-                    kind, role, content, _ = _message(whole(e).data)
-                    stored.append((node_id, e.number, kind, role, content))
-            refuse_another_transcript(store, path, sid, stored, len(ids) - len(stored))
+
+            def stored() -> list[tuple[str, int, Kind, Role, Content]]:
+                held = ((i, e) for i, e in zip(ids, entries, strict=True) if i in known)
+                return [(i, e.number, *_message(whole(e).data)[:3]) for i, e in held]
+
+            new = sum(i not in known for i in ids)
+            refuse_another_transcript(store, path, sid, stored, new)
         named, prompted, title = _title(entries, whole)
     covers_of: dict[str, tuple[str, ...]] = dict(store.index(sid).covers) if known else {}
     pred: dict[str, str | None] = {}
