@@ -41,6 +41,11 @@ How entries become nodes:
   (a sibling written after a node makes a fork there; the head moving to another side of a fork moves
   the flag with it): every import gives the entries it reads the flag the whole file decides
   (:meth:`BaseStore.set_artifact`), so a file imported while it grows ends as one import of it.
+  One difference is inherent: links are content, fixed once stored, and a preserved-segment
+  compaction re-links its kept head, an entry written long before the boundary, under the summary.
+  A file imported before its boundary was written keeps the head under its recorded parent (or,
+  imported between the boundary and the summary, under the boundary); the rest of the layout (the
+  boundary after the replaced span, the summary's covers, the head) is what one import gives.
 * The head is the last message (``user``/``assistant`` entry) of the main conversation in file order:
   never an event written after it, never a sidechain entry.
 * Damage (all reported; see :class:`~graph.importers.report.FileReport`): a self parent, a
