@@ -71,7 +71,8 @@ REWOUND = 1 << 7
 """Bit 7, in the index only: the node is stamped rewound (the ``rewound`` table is the record)."""
 
 ARTIFACT = 1 << 8
-"""Bit 8: a node on an artifact fork (``metadata["artifact"]`` was true at append): a side branch a
+"""Bit 8: a node on an artifact fork (``metadata["artifact"]`` is true; set at append, set or cleared
+later by :meth:`graph.store.base.BaseStore.set_artifact`): a side branch a
 runtime's bookkeeping made (Claude Code's progress and hook entries, a parallel tool call's result),
 not a person. It is stored like any node but is never a live tip, and a fork whose other children are
 all artifacts is not counted as one. Test it with :func:`is_artifact`."""
@@ -357,7 +358,8 @@ class SessionIndex(IndexQueries):
         marks: (provider, value) -> ids of the nodes carrying that marker. A node carries any number
             of values of one provider; a marker of another value is no marker for this one.
         covers: summary id -> covered ids, oldest first.
-        node_seq, mark_seq, rewound_seq: the newest change seen in each table (SQLite store).
+        node_seq, mark_seq, rewound_seq, flag_seq: the newest change seen in each table (SQLite
+            store; ``flag_seq``: the ``flagged`` table of artifact flags changed after append).
         deletions: how many session deletions the store had seen when the index was built (SQLite).
         rewound: how many nodes are stamped rewound (walks skip the check when none are).
         decoded: The store's cache of decoded nodes this index feeds, or None: every marker and
@@ -375,6 +377,7 @@ class SessionIndex(IndexQueries):
         "node_seq",
         "mark_seq",
         "rewound_seq",
+        "flag_seq",
         "deletions",
         "rewound",
         "stale",
@@ -395,6 +398,7 @@ class SessionIndex(IndexQueries):
         self.node_seq = 0
         self.mark_seq = 0
         self.rewound_seq = 0
+        self.flag_seq = 0
         self.deletions = 0
         self.rewound = 0
         self.stale = False
@@ -459,7 +463,8 @@ class SessionIndex(IndexQueries):
         """
         self.changed(self.pred)
         self.head = None
-        self.rev = self.node_seq = self.mark_seq = self.rewound_seq = self.rewound = 0
+        self.rev = self.node_seq = self.mark_seq = self.rewound_seq = self.flag_seq = 0
+        self.rewound = 0
         self.pred, self.bits, self.marks, self.covers = {}, {}, {}, {}
         self._children = self._tips = None
         self._tips_at = 0
@@ -498,6 +503,18 @@ class SessionIndex(IndexQueries):
                 bits[n] |= REWOUND
                 self.rewound += 1
                 self._tips = None
+
+    def set_artifact(self, flags: Iterable[tuple[str, bool]]) -> None:
+        """Record artifact flags set (True) or cleared (False) after the index was built."""
+        bits = self.bits
+        changed = []
+        for n, on in flags:
+            if n in bits and bool(bits[n] & ARTIFACT) != on:
+                bits[n] = bits[n] | ARTIFACT if on else bits[n] & ~ARTIFACT
+                changed.append(n)
+        if changed:
+            self.changed(changed)
+            self._tips = None
 
     def unstamp_rewound(self, nodes: Iterable[str]) -> None:
         """Undo :meth:`stamp_rewound` (an in-memory rollback)."""

@@ -31,7 +31,7 @@ from graph.importers.resume import FileState, state_key
 from graph.store.base import BaseStore
 from graph.store.in_memory import MemorySessionStore
 from graph.store.sqlite import MIGRATIONS, SCHEMA_VERSION
-from tests.importkit import dump
+from tests.importkit import LINKED_LATER, dump, fresh_dump, relinked
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("SESSIONGRAPH_CORPUS", ROOT.parent / "shared" / "corpus"))
@@ -98,10 +98,19 @@ def test_a_resumed_import_stores_what_a_full_reimport_stores(
     src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     lines = src.read_bytes().splitlines(keepends=True)
+    fresh_dir = tmp_path / "fresh"
+    fresh_dir.mkdir()
+    fresh = fresh_dump(claude_code.import_file, _copy_with_agents(src, fresh_dir))
+    # Whole agent files beside a session file cut before the entries they follow are no file a
+    # runtime writes: with them, only the full re-import is the reference.
+    alone = not (src.parent / src.stem).is_dir()
+    inherent = LINKED_LATER.get(f"claude-code/{src.name}", {})
     for cut in _cuts(lines):
         at = len(b"".join(lines[:cut]))
         resumed, full, _ = _grow_and_compare(src, tmp_path, monkeypatch, at)
         assert resumed == full, f"cut after line {cut}"
+        if alone and (resumed != fresh or cut in inherent):
+            assert relinked(resumed, fresh) == inherent.get(cut, set()), f"cut after line {cut}"
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="the shared corpus (../shared/corpus) is absent")
@@ -114,10 +123,15 @@ def test_corpus_files_resume_as_a_full_reimport(
 ) -> None:
     src = CORPUS / "claude-code" / name
     lines = src.read_bytes().splitlines(keepends=True)
+    fresh_dir = tmp_path / "fresh"
+    fresh_dir.mkdir()
+    fresh = fresh_dump(claude_code.import_file, _copy_with_agents(src, fresh_dir))
+    alone = not (src.parent / src.stem).is_dir()  # see the test above
     for cut in _cuts(lines, 12):
         at = len(b"".join(lines[:cut]))
         resumed, full, _ = _grow_and_compare(src, tmp_path, monkeypatch, at)
         assert resumed == full, f"cut after line {cut}"
+        assert resumed == fresh or not alone, f"cut after line {cut}: not one import's graph"
 
 
 # ------------------------------------------------------------------------------------- generated

@@ -198,6 +198,38 @@ def test_another_process_writes_are_read_incrementally(pg: BaseStore) -> None:
     other.close()
 
 
+def test_a_flag_changed_by_another_process_is_read_incrementally(pg: BaseStore) -> None:
+    other = open_store(postgres_url(), schema=pg.schema)  # type: ignore[attr-defined]
+    s = pg.create_session("flags")
+    a = pg.append(s.id, "ask", role="user")
+    b = pg.append(s.id, "progress", role="system", kind="event")
+    pg.append(s.id, "answer", role="assistant", predecessor=a.id)
+    idx = other._index(s.id)
+    assert not idx.is_artifact(b.id)
+    pg.set_artifact(s.id, {b.id: True})
+    again = other._index(s.id)
+    assert again is idx and again.is_artifact(b.id)  # refreshed in place, not rebuilt
+    assert other.node(b.id).metadata == {"artifact": True}
+    other.close()
+
+
+def test_a_version_2_schema_gains_the_flagged_table(pg: BaseStore) -> None:
+    from graph.store.postgres import SCHEMA_VERSION, PostgresSessionStore
+
+    schema = pg.schema  # type: ignore[attr-defined]
+    s = pg.create_session("old")
+    a = pg.append(s.id, "ask", role="user")
+    pg.conn.execute("DROP TABLE flagged")  # type: ignore[attr-defined]
+    pg.conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")  # type: ignore[attr-defined]
+    pg.conn.commit()  # type: ignore[attr-defined]
+    reopened = PostgresSessionStore(postgres_url(), schema=schema)
+    try:
+        assert reopened.schema_version == SCHEMA_VERSION == 3
+        assert reopened.set_artifact(s.id, {a.id: True}) == [a.id]
+    finally:
+        reopened.close()
+
+
 def test_a_cas_head_move_against_a_stale_head_is_refused(pg: BaseStore) -> None:
     other = open_store(postgres_url(), schema=pg.schema)  # type: ignore[attr-defined]
     s = pg.create_session()

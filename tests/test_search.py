@@ -187,7 +187,8 @@ def test_a_version_2_file_is_migrated_and_backfilled(tmp_path: Path) -> None:
     store.close()
     conn = sqlite3.connect(path)  # take the file back to the version 2 schema
     conn.executescript(
-        "DROP TABLE import_files; DROP TABLE node_text; DROP TABLE node_text_queue; DROP INDEX sessions_by_runtime; DROP INDEX sessions_by_project;"
+        "DROP TABLE import_files; DROP TABLE node_text; DROP TABLE node_text_queue; DROP TABLE flagged;"
+        " DROP INDEX sessions_by_runtime; DROP INDEX sessions_by_project;"
         " ALTER TABLE sessions DROP COLUMN runtime; ALTER TABLE sessions DROP COLUMN project;"
         " UPDATE meta SET value='2' WHERE key='schema_version';"
     )

@@ -39,6 +39,21 @@ def test_second_process_writes_are_seen_without_a_full_rebuild(tmp_path: Path) -
     assert len(idx) == 51
 
 
+def test_a_flag_changed_by_another_process_is_read_without_a_rebuild(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    st = SessionStore(db)
+    sid = build(st, "m1-m2-m3; m2-p1", head="m3")
+    idx = st._index(sid)
+    pred_dict = idx.pred
+    assert sorted(st.tips(sid)) == ["m3", "p1"]
+    run(db, "st.set_artifact('s', {'p1': True})")
+    assert st.tips(sid) == ["m3"] and st.node("p1").metadata == {"artifact": True}
+    run(db, "st.set_artifact('s', {'p1': False, 'm3': True})")
+    assert st._index(sid).is_artifact("m3") and not st._index(sid).is_artifact("p1")
+    assert st._index(sid) is idx and idx.pred is pred_dict  # refreshed in place, not rebuilt
+    assert st.tips(sid) == ["p1"]
+
+
 def test_refresh_reads_only_rows_newer_than_the_index(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     st = SessionStore(db)

@@ -37,7 +37,15 @@ How entries become nodes:
   the one written last) whose subtree holds no typed prompt (a progress or hook entry beside a tool
   result, a parallel tool call's result) is flagged ``metadata["artifact"]`` with its subtree: stored,
   but never a tip and not counted as a fork (:data:`graph.index.ARTIFACT`). A tool result left off the
-  head's branch that way is named in the report's notes.
+  head's branch that way is named in the report's notes. Later lines move the flag of stored entries
+  (a sibling written after a node makes a fork there; the head moving to another side of a fork moves
+  the flag with it): every import gives the entries it reads the flag the whole file decides
+  (:meth:`BaseStore.set_artifact`), so a file imported while it grows ends as one import of it.
+  One difference is inherent: links are content, fixed once stored, and a preserved-segment
+  compaction re-links its kept head, an entry written long before the boundary, under the summary.
+  A file imported before its boundary was written keeps the head under its recorded parent (or,
+  imported between the boundary and the summary, under the boundary); the rest of the layout (the
+  boundary after the replaced span, the summary's covers, the head) is what one import gives.
 * The head is the last message (``user``/``assistant`` entry) of the main conversation in file order:
   never an event written after it, never a sidechain entry.
 * Damage (all reported; see :class:`~graph.importers.report.FileReport`): a self parent, a
@@ -81,6 +89,7 @@ from graph.importers._common import (
 from graph.importers.jsonl import Line, LineProblems, LineReader, ReadPosition, read_jsonl
 from graph.importers.report import FileReport, TranscriptError
 from graph.importers.resume import FileState, resumed, save_state
+from graph.index import IndexView
 from graph.models import (
     Block,
     Content,
@@ -1779,6 +1788,17 @@ def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
     )
 
 
+def _restamp(store: BaseStore, sid: str, ids: Iterable[str], artifacts: Container[str]) -> None:
+    """Give the stored nodes of ``ids`` the artifact flag this import decided (``artifacts``).
+
+    Later lines decide it for entries stored before them: a parallel call's sibling or a progress
+    entry written after a node makes a fork there, and the head moving to another side of a fork
+    moves the flag with it (:func:`_artifacts`). New nodes were written with it already.
+    """
+    stored = store.index(sid).pred
+    store.set_artifact(sid, {n: n in artifacts for n in ids if n in stored})
+
+
 def _located(store: BaseStore, ids: Iterable[str]) -> dict[str, str]:
     """Which session holds each of ``ids`` that is stored (the others are left out)."""
     return {str(i): str(s) for i, s in store.locate(ids).items()}
@@ -1812,6 +1832,7 @@ def _apply_main(
     report.nodes_added += _write_specs(
         store, t, sid, plan.nodes, nid(head) if head is not None else None
     )
+    _restamp(store, sid, [nid(u) for u in main], {nid(u) for u in plan.artifacts})
     for point, abandoned in _rewinds(t, main, pred, head):
         stamp_subtrees(store, sid, nid(point), [nid(a) for a in abandoned])
     _note_off_branch(t, main, pred, head, plan.artifacts, report)
@@ -2113,18 +2134,20 @@ def _import_spawned(
     head = _head(t, uuids) or _newest_leaf(uuids, pred)
     artifacts = _artifacts(t, uuids, pred, head)
     has_child = {p for p in pred.values() if p is not None}
+    for u in uuids:
+        inside_parent = links.extra.get(u, {}).get("parent_in_session")
+        if (
+            isinstance(inside_parent, dict)
+            and inside_parent["node"] != spawned_from
+            and u not in has_child
+        ):
+            artifacts.add(u)  # a hook reminder the runtime replayed into the agent's file
     new = []
     for u in uuids:
         if u in known or apart.get(u) in known:
             continue
         extra = links.extra.get(u, {})
-        inside_parent = extra.get("parent_in_session")
-        replay = (
-            isinstance(inside_parent, dict)
-            and inside_parent["node"] != spawned_from
-            and u not in has_child
-        )  # a hook reminder the runtime replayed into the agent's file: bookkeeping
-        if u in artifacts or replay:
+        if u in artifacts:
             extra = {**extra, "artifact": True}
         p = pred[u]
         if u in apart:
@@ -2151,6 +2174,8 @@ def _import_spawned(
         store.link_spawn(sid, spawned_from, parent_sid)
     head = apart.get(head, head) if head is not None else None
     report.nodes_added += len(store.add_nodes(sid, new, head=head))
+    if known:
+        _restamp(store, sid, [apart.get(u, u) for u in uuids], {apart.get(u, u) for u in artifacts})
     report.session_ids.append(sid)
 
 
@@ -2359,7 +2384,9 @@ def _resume(
     judged as a full import judges them; those entries are stored already and only the new ones are
     added. Nothing is written, and False returned, when the new lines need what the window does
     not hold: a new entry following a stored entry older than the window (its other children are
-    not known), a sidechain, a compaction, a changed or new agent file, or a session that is gone.
+    not known), a sidechain, a compaction, a changed or new agent file, a session that is gone, or
+    artifact flags of stored entries the window cannot judge (:func:`_window_flags`). The flags of
+    the stored entries it judges are set as the whole file sets them.
 
     Returns:
         Whether the file was imported.
@@ -2414,6 +2441,9 @@ def _resume(
     when = _times(window, main)
     head = _head(window, main)
     artifacts = _artifacts(window, main, pred, head)
+    restamped = _window_flags(store.index(sid), pred, head, fresh, artifacts)
+    if restamped is None:
+        return False
     added_ids = [u for u in main if u in fresh]
     origin = st.get("origin") if isinstance(st.get("origin"), dict) else {}
     now = _origin(new.entries.shapes(), origin)
@@ -2434,6 +2464,7 @@ def _resume(
         report.nodes_added += len(store.add_nodes(sid, nodes, head=head))
     else:
         report.nodes_added += len(store.add_nodes(sid, nodes))
+    store.set_artifact(sid, restamped)
     report.session_ids.append(sid)
     parents_of_new = {pred[u] for u in fresh if u in pred}
     for point, abandoned in _rewinds(window, main, pred, head):
@@ -2444,6 +2475,67 @@ def _resume(
     state = _state(window, sid, main, pred, agents=agents, origin=now, settled=settled)
     save_state(store, path, FORMAT, position, state)
     return True
+
+
+def _window_flags(
+    index: IndexView,
+    pred: Mapping[str, str | None],
+    head: str | None,
+    fresh: Container[str],
+    artifacts: Container[str],
+) -> dict[str, bool] | None:
+    """The artifact flags the window's stored entries take, or None when the window cannot tell.
+
+    New entries can move a stored entry's flag (:func:`_restamp`); the window decides it as the
+    whole file would for the entries that lead, inside the window, to the entry where the head's
+    branch enters it, when every new entry and the stored head lead there too (the forks above it
+    keep that side, as before) and every child the store holds of those entries is in the window
+    (their forks are seen whole). Otherwise a full import decides.
+
+    Args:
+        index: The session's index (its stored head and children).
+        pred: The window's entries -> their predecessors (acyclic).
+        head: The head the window's entries give.
+        fresh: The new entries.
+        artifacts: What :func:`_artifacts` decided over the window.
+
+    Returns:
+        Stored entry -> whether it is on an artifact fork, for the entries the window decides.
+    """
+    enters: dict[str, str] = {}
+
+    def entry_of(u: str) -> str:
+        path = []
+        n = u
+        for _ in range(len(pred) + 1):  # pred is acyclic: the walk leaves the window
+            if n in enters:
+                break
+            path.append(n)
+            p = pred[n]
+            if p is None or p not in pred:
+                enters[n] = n
+                break
+            n = p
+        top = enters[n]
+        for m in path:
+            enters[m] = top
+        return top
+
+    if head is None or index.head is None or index.head not in pred:
+        return None
+    top = entry_of(head)
+    if entry_of(index.head) != top or any(entry_of(u) != top for u in pred if u in fresh):
+        return None
+    kids = index.children
+    flags: dict[str, bool] = {}
+    for u in pred:
+        if entry_of(u) != top:
+            continue
+        if any(c not in pred for c in kids.get(u, ())):
+            return None
+        if u not in fresh:
+            flags[u] = u in artifacts
+    return flags
 
 
 def _update_session(

@@ -27,7 +27,10 @@ Mapping (pi's session format: a header line, then entries linked by ``id``/``par
   notes: like pi, the context then holds the summary and nothing of the old history.
 * Damaged links are reported and the rest of the file imports: a repeated entry id (the later line
   is skipped), a parent in no file (the entry becomes a root, ``metadata["dangling_parent"]``), a
-  parent link closing a cycle, self parents included (cut, ``metadata["cycle_parent"]``).
+  parent link closing a cycle, self parents included (cut, ``metadata["cycle_parent"]``). An entry
+  whose parent is written on a later line (pi writes a parent first: damage) is a root until that
+  line exists; stored so, it stays one when the line arrives (links are fixed once stored), where
+  one import of the whole file links it, and cuts a cycle the two lines close at the later line.
 * ``branch_summary``: when the entry it summarises (``fromId``) lies below its parent (the fork point
   the user went back to), a sibling-layout summary covering that abandoned branch; otherwise a summary
   without covers.

@@ -39,6 +39,7 @@ from graph.errors import (
 )
 from graph.ids import NodeId, SessionId, new_id
 from graph.index import (
+    ARTIFACT,
     DECODED_PAYLOAD_BYTES,
     MEMORY_ELIGIBLE,
     DecodedNodes,
@@ -680,6 +681,10 @@ class BaseStore(ABC):
     @abstractmethod
     def _db_insert_rewound(self, session_id: str, ids: Sequence[str]) -> None:
         """Stamp nodes rewound."""
+
+    @abstractmethod
+    def _db_set_flags(self, session_id: str, rows: Sequence[NodeRow]) -> None:
+        """Replace the ``bits`` and ``metadata`` of stored rows (same ids), and record the change."""
 
     @abstractmethod
     def _db_delete_sessions(self, session_ids: Sequence[str]) -> None:
@@ -1382,6 +1387,51 @@ class BaseStore(ABC):
                 self._db_insert_rewound(session_id, todo)
                 idx.rev = self._db_update_session(session_id, idx.head, None)
                 idx.stamp_rewound(todo)
+            return [NodeId(n) for n in todo]
+
+    def set_artifact(self, session_id: str, flags: Mapping[str, bool]) -> list[NodeId]:
+        """Set (True) or clear (False) the artifact flag of stored nodes: a metadata-only write.
+
+        An importer learns from later lines of a transcript that an entry it stored is on an
+        artifact fork, or no longer is (a parallel call's sibling written after it, the head moving
+        to its side; :data:`graph.index.ARTIFACT`). The flag is ``metadata["artifact"]`` (true, or
+        absent when cleared) and the index's bit; content, links and ``updated_at`` do not change.
+        Nodes whose flag already has the value asked for are skipped.
+
+        Args:
+            session_id: The session.
+            flags: Node id -> whether it is on an artifact fork.
+
+        Returns:
+            The ids whose flag changed, in the order given.
+
+        Raises:
+            UnknownSessionError: no such session.
+            UnknownNodeError: an id is not a node of the session; nothing is written.
+        """
+        with self.atomic():
+            idx = self._index(session_id)
+            for n in flags:
+                if n not in idx.pred:
+                    raise UnknownNodeError(n, session_id)
+            todo = [n for n, on in flags.items() if idx.is_artifact(n) != bool(on)]
+            if not todo:
+                return []
+            rows = self._db_rows(todo)
+            changed = []
+            for n in todo:
+                row = rows[n]
+                meta = {} if row.metadata == _EMPTY_METADATA else decode(row.metadata)
+                if flags[n]:
+                    meta["artifact"] = True
+                else:
+                    meta.pop("artifact", None)
+                bits = row.bits | ARTIFACT if flags[n] else row.bits & ~ARTIFACT
+                payload = encode(meta) if meta else _EMPTY_METADATA
+                changed.append(row._replace(bits=bits, metadata=payload))
+            self._db_set_flags(session_id, changed)
+            idx.rev = self._db_update_session(session_id, idx.head, None)
+            idx.set_artifact((n, bool(flags[n])) for n in todo)
             return [NodeId(n) for n in todo]
 
     def compact(

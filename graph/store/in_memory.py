@@ -271,6 +271,17 @@ class MemorySessionStore(BaseStore):
         self._log(lambda: done.difference_update(new))
         done.update(new)
 
+    def _db_set_flags(self, session_id: str, rows: Sequence[NodeRow]) -> None:
+        before = [self._nodes[r.id] for r in rows]
+
+        def undo() -> None:
+            for r in before:
+                self._nodes[r.id] = r
+
+        self._log(undo)
+        for r in rows:
+            self._nodes[r.id] = r
+
     def _db_import_state(self, key: str) -> dict[str, Any] | None:
         raw = self._import_states.get(key)
         return None if raw is None else dict(orjson.loads(raw))

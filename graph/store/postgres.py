@@ -58,7 +58,14 @@ from graph.errors import (
     UnknownSessionError,
 )
 from graph.ids import NodeId, SessionId
-from graph.index import Eligible, SessionIndex, is_summary_bits, kind_of_bits, sql_live_message
+from graph.index import (
+    Eligible,
+    SessionIndex,
+    is_artifact,
+    is_summary_bits,
+    kind_of_bits,
+    sql_live_message,
+)
 from graph.models import Kind, Node, SearchHit, Session, from_micros, to_micros
 from graph.search import (
     RANKED_CANDIDATES,
@@ -87,11 +94,19 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 
 __all__ = ["SCHEMA_VERSION", "PostgresSessionStore"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The schema version this module writes; recorded in the ``meta`` table."""
 
 _V2_IMPORT_FILES = "CREATE TABLE import_files (key TEXT PRIMARY KEY, state BYTEA NOT NULL)"
 """Version 2: per imported file, the importer's state as JSON (see :mod:`graph.importers.resume`)."""
+
+_V3_FLAGGED = """
+CREATE TABLE flagged (session_id TEXT NOT NULL, node_id TEXT NOT NULL, rev BIGINT NOT NULL);
+CREATE INDEX flagged_by_session ON flagged (session_id, rev);
+"""
+"""Version 3: nodes whose artifact flag changed after append, with the rev of the change (see
+:meth:`~graph.store.base.BaseStore.set_artifact`: the row's ``bits`` and ``metadata`` are rewritten in
+place, its ``rev`` kept, so its place in the session's order does not move)."""
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -254,6 +269,8 @@ class PostgresSessionStore(BaseStore):
                 self.conn.execute(_SCHEMA)
             if version < 2:
                 self.conn.execute(_V2_IMPORT_FILES)
+            if version < 3:
+                self.conn.execute(_V3_FLAGGED)
             if version < SCHEMA_VERSION:
                 self.conn.execute(
                     "INSERT INTO meta (key, value) VALUES ('schema_version', %s)"
@@ -411,6 +428,8 @@ class PostgresSessionStore(BaseStore):
             "SELECT node_id, provider, value FROM marks WHERE session_id = %(s)s"
             " AND rev > %(seen)s ORDER BY rev",
             "SELECT node_id FROM rewound WHERE session_id = %(s)s AND rev > %(seen)s",
+            "SELECT f.node_id, n.bits FROM flagged f JOIN nodes n ON n.id = f.node_id"
+            " WHERE f.session_id = %(s)s AND f.rev > %(seen)s ORDER BY f.rev",
             # A session deleted and made again holds no row the index saw.
             "SELECT EXISTS (SELECT 1 FROM nodes WHERE session_id = %(s)s AND rev <= %(seen)s)",
         ]
@@ -435,7 +454,7 @@ class PostgresSessionStore(BaseStore):
                 if not session:
                     raise UnknownSessionError(sid)
                 rev, head = session[0]
-            nodes, marks, stamps, ((still,),) = answers
+            nodes, marks, stamps, flags, ((still,),) = answers
             if index.pred and not still:
                 self._reborn.add(sid)  # _index builds a new one
                 return
@@ -458,6 +477,7 @@ class PostgresSessionStore(BaseStore):
             for nid, provider, value in marks:
                 index.add_marks(provider, value, (nid,))
             index.stamp_rewound([r[0] for r in stamps])
+            index.set_artifact((nid, is_artifact(b)) for nid, b in flags)
         assert rev is not None
         index.rev, index.head = rev, head
 
@@ -662,6 +682,19 @@ class PostgresSessionStore(BaseStore):
                     [(session_id, n, rev) for n in ids],
                 )
 
+    def _db_set_flags(self, session_id: str, rows: Sequence[NodeRow]) -> None:
+        with _translated():
+            rev = self._bump(session_id)
+            with self.conn.cursor() as cur:
+                cur.executemany(
+                    "UPDATE nodes SET bits = %s, metadata = %s WHERE id = %s",
+                    [(r.bits, r.metadata, r.id) for r in rows],
+                )
+                cur.executemany(
+                    "INSERT INTO flagged (session_id, node_id, rev) VALUES (%s, %s, %s)",
+                    [(session_id, r.id, rev) for r in rows],
+                )
+
     def _db_has_session(self, session_id: str) -> bool:
         """Whether the session exists; inside a transaction, asked under a lock on its id.
 
@@ -774,7 +807,7 @@ class PostgresSessionStore(BaseStore):
                 " (SELECT id FROM nodes WHERE session_id = ANY(%s))",
                 (ids,),
             )
-            for table in ("marks", "rewound", "nodes"):
+            for table in ("marks", "rewound", "flagged", "nodes"):
                 c.execute(f"DELETE FROM {table} WHERE session_id = ANY(%s)", (ids,))
             c.execute("DELETE FROM sessions WHERE id = ANY(%s)", (ids,))
 

@@ -45,6 +45,7 @@ from graph.ids import NodeId, SessionId
 from graph.index import (
     Eligible,
     SessionIndex,
+    is_artifact,
     is_summary_bits,
     kind_of_bits,
     sql_live_message,
@@ -358,6 +359,21 @@ def _v6_search_queue(db: sqlite_utils.Database) -> None:
     db.execute("CREATE TABLE node_text_queue (seq INTEGER PRIMARY KEY, text TEXT NOT NULL)")
 
 
+def _v7_flagged(db: sqlite_utils.Database) -> None:
+    """Version 7: ``flagged`` records nodes whose artifact flag changed after they were appended.
+
+    :meth:`~graph.store.base.BaseStore.set_artifact` rewrites a row's ``bits`` and ``metadata`` in
+    place (its ``seq`` stays: the search index is keyed by it) and adds one row here, so another
+    store's cached index reads only the flags changed since it last looked. A file without the
+    table has no such change to read.
+    """
+    db.execute(
+        "CREATE TABLE flagged (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+        " session_id TEXT NOT NULL, node_id TEXT NOT NULL)"
+    )
+    db.table("flagged").create_index(["session_id", "seq"], index_name="flagged_by_session")
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v1_tables,
     _v2_marks_per_value,
@@ -365,6 +381,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v4_import_files,
     _v5_prefix_index,
     _v6_search_queue,
+    _v7_flagged,
 ]
 """The schema steps in order: ``MIGRATIONS[i]`` brings a file from version ``i`` to ``i + 1``."""
 
@@ -646,6 +663,15 @@ class SessionStore(BaseStore):
                     stamped.append(nid)
                     index.rewound_seq = seq
                 index.stamp_rewound(stamped)
+                flags = []
+                for seq, nid, b in c.execute(
+                    "SELECT f.seq, f.node_id, n.bits FROM flagged f JOIN nodes n ON n.id = f.node_id"
+                    " WHERE f.session_id=? AND f.seq>? ORDER BY f.seq",
+                    (sid, index.flag_seq),
+                ):
+                    flags.append((nid, is_artifact(b)))
+                    index.flag_seq = seq
+                index.set_artifact(flags)
                 index.rev, index.head = row
 
     def _catch_up_marks(self, index: SessionIndex) -> None:
@@ -1211,6 +1237,19 @@ class SessionStore(BaseStore):
             )
             self._advance(session_id, "rewound_seq", "rewound")
 
+    def _db_set_flags(self, session_id: str, rows: Sequence[NodeRow]) -> None:
+        with _translated():
+            c = self.conn
+            c.executemany(
+                "UPDATE nodes SET bits=?, metadata=? WHERE id=?",
+                [(r.bits, r.metadata, r.id) for r in rows],
+            )
+            c.executemany(
+                "INSERT INTO flagged (session_id, node_id) VALUES (?, ?)",
+                [(session_id, r.id) for r in rows],
+            )
+            self._advance(session_id, "flag_seq", "flagged")
+
     def _db_import_state(self, key: str) -> dict[str, Any] | None:
         with _translated():
             row = self.conn.execute("SELECT state FROM import_files WHERE key=?", (key,)).fetchone()
@@ -1239,7 +1278,7 @@ class SessionStore(BaseStore):
                         f" (SELECT seq FROM nodes WHERE session_id IN ({marks}))",
                         chunk,
                     )
-                for table in ("marks", "rewound", "nodes"):
+                for table in ("marks", "rewound", "flagged", "nodes"):
                     c.execute(f"DELETE FROM {table} WHERE session_id IN ({marks})", chunk)
                 c.execute(f"DELETE FROM sessions WHERE id IN ({marks})", chunk)
             c.execute(

@@ -81,6 +81,7 @@ __all__ = [
     "test_reads_of_a_few_nodes_on_another_handle_equal_the_writers",
     "test_rejected_writes_raise_typed_errors_and_change_nothing",
     "test_sessions_most_recently_updated_first",
+    "test_set_artifact_flags_stored_nodes_for_every_handle",
     "test_set_head_compare_and_swap",
     "test_spawn_links_both_ways",
     "test_stamp_rewound_stamps_exactly_those_nodes_and_keeps_the_head",
@@ -628,6 +629,34 @@ def test_stamp_rewound_stamps_exactly_those_nodes_and_keeps_the_head(store: Base
     with pytest.raises(UnknownNodeError):
         store.stamp_rewound(sid, ["m2", "ghost"])
     assert snapshot(store) == before  # all or nothing
+
+
+def test_set_artifact_flags_stored_nodes_for_every_handle(
+    store: BaseStore, store_handles: Any
+) -> None:
+    """Set artifact flags and clears stored nodes' flags, metadata only, seen by every handle."""
+    sid = build(store, "m1-m2-m3; m2-p1", head="m3")
+    other = store_handles()
+    assert sorted(other.tips(sid)) == ["m3", "p1"]  # the other handle's index is built now
+    updated = store.session(sid).updated_at
+    assert store.set_artifact(sid, {"p1": True, "m3": False}) == ["p1"]  # m3 is not flagged
+    for h in (store, other, store_handles()):
+        assert h.index(sid).is_artifact("p1") and not h.index(sid).is_artifact("m3")
+        assert h.node("p1").metadata == {"artifact": True}
+        assert h.tips(sid) == ["m3"]
+        assert h.stats(sid).forks == 0
+    assert store.session(sid).updated_at == updated  # a metadata-only write
+    assert store.node("p1").content == "p1" and store.node("p1").predecessor == "m2"
+    assert other.set_artifact(sid, {"p1": False}) == ["p1"]
+    assert store.node("p1").metadata == {} and sorted(store.tips(sid)) == ["m3", "p1"]
+    before = snapshot(store)
+    with pytest.raises(UnknownNodeError):
+        store.set_artifact(sid, {"m3": True, "ghost": True})
+    with pytest.raises(RuntimeError), store.atomic():
+        store.set_artifact(sid, {"m2": True})
+        raise RuntimeError("roll back")
+    assert snapshot(store) == before  # all or nothing
+    assert snapshot(other) == before
 
 
 def test_the_index_handed_out_is_read_only(store: BaseStore) -> None:
