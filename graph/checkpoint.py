@@ -36,8 +36,10 @@ The mapping:
   Each message id not in the parent checkpoint's list is a new node (id ``"<session>/m/<message id>"``,
   or ``.../m/<message id>@<checkpoint_id>`` when a message of that id already sits on another branch,
   or after the same checkpoint with other content: a regenerated answer), following the previous node
-  of the checkpoint's branch. The messages of a list take the parent's nodes of their ids in list
-  order, so an id listed twice keeps two nodes. Roles: human -> user,
+  of the checkpoint's branch. A message without a string id (a channel merged by ``operator.add``
+  rather than ``add_messages``) is known by its place in the list, ``"#<position>"``. The messages
+  of a list take the parent's nodes of their ids in list order, so an id listed twice keeps two
+  nodes. Roles: human -> user,
   ai -> assistant, system -> system, tool -> tool; text parts of list contents are joined. Messages of
   the parent's list that are missing from the checkpoint's (``RemoveMessage``, a summarization step)
   are covered by an inline **compaction summary** whose text is the state's ``summary`` channel when
@@ -288,12 +290,26 @@ def _row(r: Sequence[Any]) -> _Row:
     )
 
 
+def _message_id(message: Any, position: int) -> str | None:
+    """The id a listed message is known by: its own string id, else ``"#<position>"`` in the list.
+
+    LangChain messages have no id until ``add_messages`` gives them one; a channel merged
+    otherwise (``operator.add``) keeps them id-less, and they are turns all the same. Their place in
+    the list, which such a reducer only appends to, names them from one checkpoint to the next.
+    None for what is no message (no role of :data:`_ROLES`).
+    """
+    mid = getattr(message, "id", None)
+    if isinstance(mid, str):
+        return mid
+    return f"#{position}" if getattr(message, "type", None) in _ROLES else None
+
+
 def _extends(messages: Sequence[Any], inherited: Sequence[tuple[str, str]]) -> bool:
     """Whether ``messages`` begins with exactly the message ids of ``inherited``, in order."""
     k = len(inherited)
     if len(messages) < k:
         return False
-    return [getattr(m, "id", None) for m in messages[:k]] == [m for m, _ in inherited]
+    return [_message_id(m, i) for i, m in enumerate(messages[:k])] == [m for m, _ in inherited]
 
 
 def _msgs(row: _Row) -> bytes:
@@ -1066,13 +1082,10 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
 
         new_ids: set[str] = set()
 
-        def message(m: Any) -> None:
+        def message(m: Any, mid: str | None) -> None:
             """List one message, adding its node when the parent's list lacks it."""
-            mid = getattr(m, "id", None)
-            if not isinstance(mid, str):
-                return
             role = _ROLES.get(getattr(m, "type", ""))
-            if role is None:
+            if mid is None or role is None:
                 return
             content = _text(m.content)
             nid = f"{sid}/m/{mid}"
@@ -1095,8 +1108,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         elif _extends(messages, inherited):
             # The usual step (add_messages appended to the parent's list): only the tail is new.
             listed = list(inherited)
-            for m in messages[len(inherited) :]:
-                message(m)
+            for i, m in enumerate(messages[len(inherited) :], start=len(inherited)):
+                message(m, _message_id(m, i))
         else:
             # Each message of the list takes the parent's node of its id, in list order (a list may
             # hold an id twice); the parent's nodes left over were removed.
@@ -1104,9 +1117,9 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             for earlier, nid in reversed(inherited):
                 pool.setdefault(earlier, []).append(nid)
             kept: builtins.list[str | None] = []
-            for m in messages:
-                said = getattr(m, "id", None)
-                same = pool.get(said) if isinstance(said, str) else None
+            said = [_message_id(m, i) for i, m in enumerate(messages)]
+            for mid in said:
+                same = pool.get(mid) if mid is not None else None
                 kept.append(same.pop() if same else None)
             held = set(kept)
             removed = [n for _, n in inherited if n not in held and n in idx.pred]
@@ -1129,11 +1142,11 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                         metadata={"langgraph": {"checkpoint_id": cid, "removed": len(removed)}},
                     )
                     new_ids.add(summary_id)
-            for m, node in zip(messages, kept, strict=True):
+            for m, mid, node in zip(messages, said, kept, strict=True):
                 if node is None:
-                    message(m)
-                else:
-                    listed.append((m.id, node))
+                    message(m, mid)
+                elif mid is not None:
+                    listed.append((mid, node))
         source, step = metadata.get("source"), metadata.get("step")
         add(
             node_id,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import operator
+from typing import Annotated, Any, TypedDict
 
 import pytest
 
@@ -10,6 +11,7 @@ pytest.importorskip("langgraph.checkpoint.base")
 
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.graph import START, StateGraph
 
 from graph import Kind, SessionStore
 from graph.checkpoint import SessionGraphSaver
@@ -49,3 +51,34 @@ def test_a_regenerated_message_with_a_known_id_on_another_branch_is_stored() -> 
     _put(saver, c0, 2, [HumanMessage("q", id="q"), AIMessage("edited answer", id="r")])
     texts = {n.text for n in saver.store.nodes("t")}
     assert {"first answer", "edited answer"} <= texts
+
+
+class _Chat(TypedDict):
+    messages: Annotated[list[Any], operator.add]
+
+
+def test_messages_without_ids_are_pending_turns() -> None:
+    """A ``messages`` channel merged by ``operator.add`` keeps LangChain's id-less messages."""
+
+    def reply(state: _Chat) -> dict[str, Any]:
+        return {"messages": [AIMessage(f"re: {state['messages'][-1].content}")]}
+
+    chat = StateGraph(_Chat)
+    chat.add_node("reply", reply)
+    chat.add_edge(START, "reply")
+    store = SessionStore()
+    app = chat.compile(checkpointer=SessionGraphSaver(store))
+    thread: Any = {"configurable": {"thread_id": "t"}}
+    app.invoke({"messages": [HumanMessage("Hi")]}, thread)
+    app.invoke({"messages": [HumanMessage("Bye")]}, thread)
+    assert [n.text for n in store.pending("t", "memory", "ws")] == [
+        "Hi",
+        "re: Hi",
+        "Bye",
+        "re: Bye",
+    ]
+    first = list(app.get_state_history(thread))[-2].config  # after "Hi" was put, before the reply
+    app.invoke({"messages": [HumanMessage("Other")]}, first)  # time travel: a fork
+    by_tip = [[n.text for n in nodes] for _, nodes in store.pending_by_tip("t", "memory", "ws")]
+    assert ["Hi", "Other", "re: Other"] in by_tip
+    assert ["Hi", "re: Hi", "Bye", "re: Bye"] in by_tip
