@@ -75,6 +75,7 @@ import asyncio
 import builtins
 import gc
 import random
+import re
 import sys
 import threading
 from collections import OrderedDict
@@ -300,7 +301,7 @@ def _message_id(message: Any, position: int) -> str | None:
     """
     mid = getattr(message, "id", None)
     if isinstance(mid, str):
-        return mid
+        return _SURROGATE.sub(lambda c: f"\\u{ord(c.group()):04x}", mid)  # distinct, storable
     return f"#{position}" if getattr(message, "type", None) in _ROLES else None
 
 
@@ -779,8 +780,21 @@ def _rethread(node_id: str, src: str, dst: str, session_id: str) -> str:
     return f"{session_id}/x/{node_id}"
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A lone surrogate: a Python string may hold one (JSON's ``\\ud83d`` alone), UTF-8 cannot."""
+
+
+def _storable(text: str) -> str:
+    """``text`` with each lone surrogate as U+FFFD: node text is UTF-8 (the payload keeps it as is)."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
+
+
 def _text(content: Any) -> str:
-    """The text of a LangChain message content (a string, or a list of parts)."""
+    """The text of a LangChain message content (a string, or a list of parts), storable."""
+    return _storable(_parts(content))
+
+
+def _parts(content: Any) -> str:
     if isinstance(content, str):
         return content
     parts: list[str] = []
@@ -1097,7 +1111,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             info: dict[str, Any] = {"message_id": mid, "checkpoint_id": cid}
             calls = getattr(m, "tool_calls", None)
             if calls:
-                info["tool_calls"] = [str(c.get("name", "")) for c in calls]
+                info["tool_calls"] = [_storable(str(c.get("name", ""))) for c in calls]
             add(nid, kind=Kind.MESSAGE, role=role, content=content, metadata={"langgraph": info})
             new_ids.add(nid)
             listed.append((mid, nid))
@@ -1128,7 +1142,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                 if span:
                     summary = values.get("summary")
                     text = (
-                        summary
+                        _storable(summary)
                         if isinstance(summary, str) and summary
                         else (f"{len(removed)} earlier messages removed by the graph")
                     )

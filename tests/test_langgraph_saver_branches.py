@@ -82,3 +82,19 @@ def test_messages_without_ids_are_pending_turns() -> None:
     by_tip = [[n.text for n in nodes] for _, nodes in store.pending_by_tip("t", "memory", "ws")]
     assert ["Hi", "Other", "re: Other"] in by_tip
     assert ["Hi", "re: Hi", "Bye", "re: Bye"] in by_tip
+
+
+def test_a_message_with_lone_surrogates_is_stored_as_sqlite_saver_stores_it() -> None:
+    """Text decoded from JSON escapes may hold lone surrogates: the put succeeds, the node says U+FFFD."""
+    saver = SessionGraphSaver(SessionStore())
+    root: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    odd = HumanMessage("a\ud800b", id="q\udfff")
+    c0 = _put(saver, root, 0, [odd])
+    cp: Any = empty_checkpoint()
+    cp["id"] = "1ef000001-0000-6000-8000-000000000000"
+    cp["channel_values"] = {"messages": [], "summary": "gone \ud83d"}
+    saver.put(c0, cp, {"step": 1, "source": "loop"}, {})
+    texts = [n.text for n in saver.store.nodes("t") if n.kind is not Kind.EVENT]
+    assert texts == ["a\ufffdb", "gone \ufffd"]
+    got = saver.get_tuple(c0)
+    assert got is not None and got.checkpoint["channel_values"]["messages"][0].id is not None
