@@ -823,6 +823,23 @@ def _undecodable(row: _Saved, e: Exception) -> CodecError:
     )
 
 
+def _checked(checkpoint: Any, checkpoint_id: str) -> Checkpoint:
+    """``checkpoint`` when it is a checkpoint of ``checkpoint_id`` a put can read, else ValueError.
+
+    What another saver's row holds is decoded, not made by LangGraph in this process: a hand-made
+    or damaged row may hold any value.
+    """
+    if not isinstance(checkpoint, Mapping):
+        raise ValueError(f"the payload is no checkpoint (a {type(checkpoint).__name__})")
+    values = checkpoint.get("channel_values")
+    if values is not None and not isinstance(values, Mapping):
+        raise ValueError(f"its channel_values are no mapping (a {type(values).__name__})")
+    got = checkpoint.get("id")
+    if got != checkpoint_id:
+        raise ValueError(f"the payload's checkpoint id is {got!r}, not its row's {checkpoint_id!r}")
+    return cast(Checkpoint, checkpoint)
+
+
 _PAUSE_AT = 8192
 """Bytes of a checkpoint payload from which its decoding pauses the collector (about 30 messages)."""
 
@@ -1354,18 +1371,32 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         parent_id: str | None,
         stored: tuple[str, bytes],
         metadata: CheckpointMetadata,
+        *,
+        checkpoint_id: str,
     ) -> int:
         """Store a checkpoint as another saver serialized it (the import path); return nodes added.
 
         The payload bytes are kept as given; the checkpoint is decoded only to read its id, time
         and messages. Storing a checkpoint again replaces its payload and adds no node.
 
+        Args:
+            checkpoint_id: The id the other saver keeps the checkpoint under (its row's key).
+
         Raises:
+            ValueError: the payload is no checkpoint of ``checkpoint_id`` (no mapping, another
+                id, channel values that are no mapping); nothing is stored.
             GraphError: the store refused the write (nothing is stored).
             Exception: LangGraph's serializer cannot decode the payload.
         """
         checkpoint = self._codec.loads(*stored)
-        return self._put_imported(thread_id, checkpoint_ns, parent_id, checkpoint, metadata, stored)
+        return self._put_imported(
+            thread_id,
+            checkpoint_ns,
+            parent_id,
+            _checked(checkpoint, checkpoint_id),
+            metadata,
+            stored,
+        )
 
     def put_checkpoint(
         self,
@@ -1374,6 +1405,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         parent_id: str | None,
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
+        *,
+        checkpoint_id: str,
     ) -> int:
         """Store a checkpoint another saver kept decoded or in parts (the import path).
 
@@ -1385,9 +1418,13 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             The number of nodes added.
 
         Raises:
+            ValueError: ``checkpoint`` is no checkpoint of ``checkpoint_id`` (as for
+                :meth:`put_stored`); nothing is stored.
             GraphError: the store refused the write (nothing is stored).
         """
-        return self._put_imported(thread_id, checkpoint_ns, parent_id, checkpoint, metadata, None)
+        return self._put_imported(
+            thread_id, checkpoint_ns, parent_id, _checked(checkpoint, checkpoint_id), metadata, None
+        )
 
     def _put_imported(
         self,

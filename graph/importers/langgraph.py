@@ -77,9 +77,11 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
     Returns:
         The file's report: one session id per thread and namespace, nodes added; a checkpoint whose
         payload cannot be decoded (a type tag the serializer does not know, metadata that is no JSON
-        object) is left out and listed in ``skipped`` as (row number, reason), and so is a pending
-        write whose index is no integer or whose value is no blob (its row number in ``writes``,
-        the reason saying "pending write"). A checkpoint whose parent is in neither the file nor
+        object) or is no checkpoint of its row's id, or whose row has no ``thread_id``, is left out
+        and listed in ``skipped`` as (row number, reason), and so is a pending write whose index is
+        no integer, whose value is no blob or that lacks its task, channel or type tag (its row
+        number in ``writes``, the reason saying "pending write"). Payload columns are read as
+        their bytes whatever their storage class. A checkpoint whose parent is in neither the file nor
         the store is listed in ``dangling`` as (node id, the parent's node id), and one that is
         its own parent in ``relinked``: the saver stores each as a root.
 
@@ -99,15 +101,17 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
         conn = _connect(path)
         try:
             checkpoints = conn.execute(
+                # the payloads as their bytes: a column of text that is no UTF-8 fails a row,
+                # not the whole file
                 "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type,"
-                " checkpoint, metadata FROM checkpoints ORDER BY checkpoint_id, thread_id,"
-                " checkpoint_ns"
+                " CAST(checkpoint AS BLOB), CAST(metadata AS BLOB) FROM checkpoints"
+                " ORDER BY checkpoint_id, thread_id, checkpoint_ns"
             ).fetchall()
             cols = {r[1] for r in conn.execute("PRAGMA table_info(writes)")}
             task_path = "task_path" if "task_path" in cols else "''"
             writes = conn.execute(
                 f"SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, {task_path}, idx,"
-                " channel, type, value FROM writes ORDER BY thread_id, checkpoint_ns,"
+                " channel, type, CAST(value AS BLOB) FROM writes ORDER BY thread_id, checkpoint_ns,"
                 " checkpoint_id, task_id, idx"
             ).fetchall()
         finally:
@@ -125,11 +129,18 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
         with store.atomic():
             for number, (thread, ns, _cid, parent, type_, blob, meta) in enumerate(checkpoints, 1):
                 try:
+                    if thread is None:
+                        raise ValueError("no thread_id")
                     metadata: Any = orjson.loads(meta) if meta else {}
                     if not isinstance(metadata, dict):
                         raise ValueError(f"metadata is no JSON object ({type(metadata).__name__})")
                     report.nodes_added += saver.put_stored(
-                        str(thread), ns or "", parent, (type_, bytes(blob)), cast(Any, metadata)
+                        str(thread),
+                        ns or "",
+                        parent,
+                        (type_, bytes(blob)),
+                        cast(Any, metadata),
+                        checkpoint_id=_cid,
                     )
                 # (the serializer raises NotImplementedError for a type tag it does not know)
                 except (ValueError, TypeError, NotImplementedError, orjson.JSONDecodeError) as e:
@@ -143,13 +154,10 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
             for number, (thread, ns, cid, task, tpath, idx, channel, type_, value) in enumerate(
                 writes, 1
             ):
-                if not isinstance(idx, int) or not isinstance(value, bytes):
+                fault = _write_fault(task, idx, channel, type_, value)
+                if fault:
                     report.skipped.append(
-                        (
-                            number,
-                            f"pending write {number} (checkpoint {cid}, task {task}): "
-                            f"index {idx!r} is no integer or its value is no blob",
-                        )
+                        (number, f"pending write {number} (checkpoint {cid}, task {task}): {fault}")
                     )
                     continue
                 grouped.setdefault((str(thread), ns or "", cid), []).append(
@@ -158,6 +166,15 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
             for (thread, ns, cid), ws in grouped.items():
                 saver.put_stored_writes(thread, ns, cid, ws)
     return report
+
+
+def _write_fault(task: Any, idx: Any, channel: Any, type_: Any, value: Any) -> str | None:
+    """Why a ``writes`` row is no pending write ``SqliteSaver`` could read back, or None."""
+    if not isinstance(idx, int) or not isinstance(value, bytes):
+        return f"index {idx!r} is no integer or its value is no blob"
+    if task is None or not isinstance(channel, str) or not isinstance(type_, str):
+        return f"task {task!r}, channel {channel!r} or type tag {type_!r} missing"
+    return None
 
 
 def _report_links(
@@ -286,12 +303,17 @@ def import_postgres(store: BaseStore, url: str) -> FileReport:
             for number, (thread, ns, cid, parent, cp, meta) in enumerate(checkpoints, 1):
                 try:
                     checkpoint = _assembled(saver, blobs, str(thread), ns or "", cp)
+                    report.nodes_added += saver.put_checkpoint(
+                        str(thread),
+                        ns or "",
+                        parent,
+                        checkpoint,
+                        cast(Any, dict(meta or {})),
+                        checkpoint_id=cid,
+                    )
                 except (ValueError, TypeError, KeyError) as e:
                     report.skipped.append((number, f"checkpoint {cid}: {e}"))
                     continue
-                report.nodes_added += saver.put_checkpoint(
-                    str(thread), ns or "", parent, checkpoint, cast(Any, dict(meta or {}))
-                )
                 sid = session_id_of(str(thread), ns or "")
                 if sid not in report.session_ids:
                     report.session_ids.append(sid)
