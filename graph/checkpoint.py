@@ -35,7 +35,8 @@ The mapping:
 - The ``messages`` channel (LangChain messages merged by ``add_messages``) becomes **message nodes**.
   Each message id not in the parent checkpoint's list is a new node (id ``"<session>/m/<message id>"``,
   or ``.../m/<message id>@<checkpoint_id>`` when a message of that id already sits on another branch,
-  or after the same checkpoint with other content: a regenerated answer), following the previous node
+  or after the same checkpoint with other content: a regenerated answer; ``...@<checkpoint_id>.<n>``
+  for the n-th such listing of one id in one list), following the previous node
   of the checkpoint's branch. A message without a string id (a channel merged by ``operator.add``
   rather than ``add_messages``) is known by its place in the list, ``"#<position>"``. The messages
   of a list take the parent's nodes of their ids in list order, so an id listed twice keeps two
@@ -1125,6 +1126,10 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                 and (idx.pred[nid] != chain or not self._stored_as(nid, role, content))
             ):
                 nid = f"{sid}/m/{mid}@{cid}"  # the same id said again elsewhere, or said anew
+                again = 1
+                while nid in new_ids:  # an id listed twice, both listings renamed here
+                    again += 1
+                    nid = f"{sid}/m/{mid}@{cid}.{again}"
             info: dict[str, Any] = {"message_id": mid, "checkpoint_id": cid}
             calls = getattr(m, "tool_calls", None)
             if calls:

@@ -98,3 +98,16 @@ def test_a_message_with_lone_surrogates_is_stored_as_sqlite_saver_stores_it() ->
     assert texts == ["a\ufffdb", "gone \ufffd"]
     got = saver.get_tuple(c0)
     assert got is not None and got.checkpoint["channel_values"]["messages"][0].id is not None
+
+
+def test_an_id_listed_twice_in_a_regenerated_list_keeps_a_node_each() -> None:
+    """Both listings of a known id renamed for one checkpoint: before, both took one node id."""
+    saver = SessionGraphSaver(SessionStore())
+    root: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    q = HumanMessage("q", id="q")
+    c0 = _put(saver, root, 0, [q])
+    _put(saver, c0, 1, [q, AIMessage("first", id="d"), AIMessage("second", id="d")])
+    c2 = _put(saver, c0, 2, [q, AIMessage("other", id="d"), AIMessage("second", id="d")])
+    head = c2["configurable"]["checkpoint_id"]
+    branch = saver.store.branch("t", f"t/{head}")
+    assert [n.text for n in branch if n.kind is Kind.MESSAGE] == ["q", "other", "second"]
