@@ -289,3 +289,33 @@ def test_a_database_locked_by_a_writer_is_named_so(saved: Path, tmp_path: Path) 
         writer.execute("ROLLBACK")
         writer.close()
     assert "locked" in str(e.value) and "not a LangGraph" not in str(e.value)
+
+
+def test_an_sqlite_file_that_is_no_checkpoint_database_is_named_for_what_it_is(
+    saved: Path, tmp_path: Path
+) -> None:
+    """Told apart by the format detection too: before, each was "not a Claude Code ... transcript"."""
+    from graph import SessionStore
+
+    truncated = tmp_path / "truncated.sqlite"
+    truncated.write_bytes(saved.read_bytes()[:3000])
+    with pytest.raises(TranscriptError, match="cannot be read") as e:
+        import_file(MemorySessionStore(), truncated)
+    store_file = tmp_path / "store.db"
+    SessionStore(store_file).close()
+    with pytest.raises(TranscriptError, match="sessiongraph store") as f:
+        import_file(MemorySessionStore(), store_file)
+    locked = tmp_path / "locked.sqlite"
+    shutil.copy(saved, locked)
+    writer = sqlite3.connect(locked, isolation_level=None)
+    try:
+        writer.execute("PRAGMA journal_mode=DELETE")
+        writer.execute("BEGIN EXCLUSIVE")
+        writer.execute("DELETE FROM writes")
+        with pytest.raises(TranscriptError, match="locked") as g:
+            import_file(MemorySessionStore(), locked)
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    for err in (e, f, g):
+        assert "Claude Code" not in str(err.value)

@@ -41,7 +41,14 @@ from graph.importers._common import file_import
 from graph.importers.report import FileReport, TranscriptError
 from graph.store.base import BaseStore
 
-__all__ = ["FORMAT", "import_file", "import_postgres", "is_checkpoint_db", "postgres_label"]
+__all__ = [
+    "FORMAT",
+    "import_file",
+    "import_postgres",
+    "is_checkpoint_db",
+    "postgres_label",
+    "sqlite_fault",
+]
 
 FORMAT = "langgraph"
 """The format name :func:`graph.importers.detect_format` gives a LangGraph checkpoint database."""
@@ -53,22 +60,51 @@ def _connect(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True)
 
 
+def _tables(path: Path) -> set[str] | None:
+    """The tables of an SQLite file, or None when ``path`` is no SQLite file.
+
+    Raises:
+        OSError: the file cannot be read.
+        sqlite3.Error: it starts as an SQLite file and SQLite cannot read it.
+    """
+    with Path(path).open("rb") as f:
+        if f.read(16) != _MAGIC:
+            return None
+    conn = _connect(Path(path))
+    try:
+        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    finally:
+        conn.close()
+
+
 def is_checkpoint_db(path: Path) -> bool:
     """Whether ``path`` is an SQLite file with ``SqliteSaver``'s ``checkpoints`` and ``writes`` tables."""
     try:
-        with Path(path).open("rb") as f:
-            if f.read(16) != _MAGIC:
-                return False
-        conn = _connect(Path(path))
-        try:
-            names = {
-                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
-            }
-        finally:
-            conn.close()
+        names = _tables(path)
     except (OSError, sqlite3.Error):
         return False
-    return {"checkpoints", "writes"} <= names
+    return names is not None and {"checkpoints", "writes"} <= names
+
+
+def sqlite_fault(path: Path) -> str | None:
+    """Why an SQLite file is no ``SqliteSaver`` database to import; None when it is one or no SQLite file.
+
+    So that format detection names an SQLite file for what it is (locked, unreadable, a
+    sessiongraph store, another database) rather than as no transcript.
+    """
+    try:
+        names = _tables(path)
+    except OSError:
+        return None  # the caller's own reading says why
+    except sqlite3.Error as e:
+        if "locked" in str(e):  # a saver writing it without WAL holds readers out
+            return f"an SQLite database locked by a writer (a saver at work?): {e}; try again"
+        return f"an SQLite database that cannot be read (truncated or damaged?): {e}"
+    if names is None or {"checkpoints", "writes"} <= names:
+        return None
+    if {"sessions", "nodes"} <= names:
+        return "a sessiongraph store, not a LangGraph SqliteSaver database (open it with --db)"
+    return "an SQLite database without LangGraph SqliteSaver's checkpoints and writes tables"
 
 
 def import_file(store: BaseStore, path: Path) -> FileReport:
