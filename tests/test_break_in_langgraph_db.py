@@ -319,3 +319,22 @@ def test_an_sqlite_file_that_is_no_checkpoint_database_is_named_for_what_it_is(
         writer.close()
     for err in (e, f, g):
         assert "Claude Code" not in str(err.value)
+
+
+def test_a_file_of_the_schema_before_task_path_imports(saved: Path, tmp_path: Path) -> None:
+    """langgraph-checkpoint-sqlite's one migration adds ``writes.task_path``; a file before it."""
+    whole = MemorySessionStore()
+    import_file(whole, saved)
+    path = _changed(
+        saved,
+        tmp_path,
+        "CREATE TABLE old AS SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx,"
+        " channel, type, value FROM writes",
+        "DROP TABLE writes",
+        "ALTER TABLE old RENAME TO writes",
+    )
+    store = MemorySessionStore()
+    report = import_file(store, path)
+    assert report.skipped == [] and report.session_ids == ["t1", "t2"]
+    assert dump(store) == dump(whole)
+    assert store.has_session("t1")
