@@ -824,6 +824,24 @@ def _undecodable(row: _Saved, e: Exception) -> CodecError:
     )
 
 
+def _named(thread_id: Any, checkpoint_ns: Any) -> tuple[str, str]:
+    """The thread id and namespace a write names, as strings, when a session can be named by them.
+
+    Raises:
+        InvalidWriteError: the thread id is empty, or either holds a lone surrogate (which no
+            database text column holds); nothing is written.
+    """
+    thread, ns = str(thread_id), str(checkpoint_ns)
+    if not thread:
+        raise InvalidWriteError("an empty thread_id names no session: give the thread an id")
+    for name, value in (("thread_id", thread), ("checkpoint_ns", ns)):
+        if _SURROGATE.search(value):
+            raise InvalidWriteError(
+                f"{name} {value!r} holds a lone surrogate: no session is named so"
+            )
+    return thread, ns
+
+
 def _checked(checkpoint: Any, checkpoint_id: str) -> Checkpoint:
     """``checkpoint`` when it is a checkpoint of ``checkpoint_id`` a put can read, else ValueError.
 
@@ -1253,7 +1271,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
     ) -> tuple[_Row, int]:
         """Store one checkpoint (payload given as stored by LangGraph, or serialized here)."""
         conf = config["configurable"]
-        thread, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns", ""))
+        thread, ns = _named(conf["thread_id"], conf.get("checkpoint_ns", ""))
         cid = checkpoint["id"]
         parent_id = conf.get("checkpoint_id")
         type_, blob = stored if stored is not None else self._codec.dumps(checkpoint)
@@ -1484,8 +1502,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         """
         conf = config["configurable"]
         key = (
-            str(conf["thread_id"]),
-            str(conf.get("checkpoint_ns", "")),
+            *_named(conf["thread_id"], conf.get("checkpoint_ns", "")),
             str(conf["checkpoint_id"]),
         )
         rows = []
