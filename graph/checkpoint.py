@@ -41,7 +41,8 @@ The mapping:
   rather than ``add_messages``) is known by its place in the list, ``"#<position>"``. The messages
   of a list take the parent's nodes of their ids in list order, so an id listed twice keeps two
   nodes. Roles: human -> user,
-  ai -> assistant, system -> system, tool -> tool; text parts of list contents are joined. Messages of
+  ai -> assistant, system -> system, tool -> tool (a message kept as a dict, OpenAI's style, by its
+  ``role``: user, assistant, system, developer -> system, tool); text parts of list contents are joined. Messages of
   the parent's list that are missing from the checkpoint's (``RemoveMessage``, a summarization step)
   are covered by an inline **compaction summary** whose text is the state's ``summary`` channel when
   it is a string. The message nodes are never deleted, so ``pending()``, ``pending_by_tip()`` and the
@@ -112,6 +113,31 @@ from graph.store.sqlite import _translated as sqlite_translated
 __all__ = ["SessionGraphSaver", "session_id_of"]
 
 _ROLES = {"human": Role.USER, "ai": Role.ASSISTANT, "system": Role.SYSTEM, "tool": Role.TOOL}
+_DICT_ROLES = {
+    **_ROLES,
+    "user": Role.USER,
+    "assistant": Role.ASSISTANT,
+    "developer": Role.SYSTEM,
+}
+"""The ``role`` of a message kept as a dict (OpenAI's names, and LangChain's own)."""
+
+
+def _field(message: Any, name: str) -> Any:
+    """A field of a message: an attribute of a LangChain message, a key of a dict kept as one."""
+    return message.get(name) if isinstance(message, Mapping) else getattr(message, name, None)
+
+
+def _role(message: Any) -> Role | None:
+    """The role a listed message speaks in; None for what is no message.
+
+    A LangChain message by its ``type``; a dict (a channel of OpenAI-style messages) by its
+    ``role``, else a LangChain-style ``type``.
+    """
+    if isinstance(message, Mapping):
+        said = message.get("role", message.get("type"))
+        return _DICT_ROLES.get(said) if isinstance(said, str) else None
+    kind = getattr(message, "type", None)
+    return _ROLES.get(kind) if isinstance(kind, str) else None
 
 
 def session_id_of(thread_id: str, checkpoint_ns: str = "") -> str:
@@ -292,18 +318,28 @@ def _row(r: Sequence[Any]) -> _Row:
     )
 
 
+def _call_name(call: Any) -> Any:
+    """A tool call's name: LangChain's ``name``, or OpenAI's ``function.name``."""
+    if not isinstance(call, Mapping):
+        return ""
+    function = call.get("function")
+    if "name" not in call and isinstance(function, Mapping):
+        return function.get("name", "")
+    return call.get("name", "")
+
+
 def _message_id(message: Any, position: int) -> str | None:
     """The id a listed message is known by: its own string id, else ``"#<position>"`` in the list.
 
     LangChain messages have no id until ``add_messages`` gives them one; a channel merged
     otherwise (``operator.add``) keeps them id-less, and they are turns all the same. Their place in
     the list, which such a reducer only appends to, names them from one checkpoint to the next.
-    None for what is no message (no role of :data:`_ROLES`).
+    None for what is no message (:func:`_role`).
     """
-    mid = getattr(message, "id", None)
+    mid = _field(message, "id")
     if isinstance(mid, str):
         return _SURROGATE.sub(lambda c: f"\\u{ord(c.group()):04x}", mid)  # distinct, storable
-    return f"#{position}" if getattr(message, "type", None) in _ROLES else None
+    return f"#{position}" if _role(message) is not None else None
 
 
 def _extends(messages: Sequence[Any], inherited: Sequence[tuple[str, str]]) -> bool:
@@ -1134,10 +1170,10 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
 
         def message(m: Any, mid: str | None) -> None:
             """List one message, adding its node when the parent's list lacks it."""
-            role = _ROLES.get(getattr(m, "type", ""))
+            role = _role(m)
             if mid is None or role is None:
                 return
-            content = _text(m.content)
+            content = _text(_field(m, "content"))
             nid = f"{sid}/m/{mid}"
             if nid in new_ids or (
                 nid in idx.pred
@@ -1149,9 +1185,9 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                     again += 1
                     nid = f"{sid}/m/{mid}@{cid}.{again}"
             info: dict[str, Any] = {"message_id": mid, "checkpoint_id": cid}
-            calls = getattr(m, "tool_calls", None)
-            if calls:
-                info["tool_calls"] = [_storable(str(c.get("name", ""))) for c in calls]
+            calls = _field(m, "tool_calls")
+            if isinstance(calls, list) and calls:
+                info["tool_calls"] = [_storable(str(_call_name(c))) for c in calls]
             add(nid, kind=Kind.MESSAGE, role=role, content=content, metadata={"langgraph": info})
             new_ids.add(nid)
             listed.append((mid, nid))

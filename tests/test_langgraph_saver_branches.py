@@ -111,3 +111,30 @@ def test_an_id_listed_twice_in_a_regenerated_list_keeps_a_node_each() -> None:
     head = c2["configurable"]["checkpoint_id"]
     branch = saver.store.branch("t", f"t/{head}")
     assert [n.text for n in branch if n.kind is Kind.MESSAGE] == ["q", "other", "second"]
+
+
+def test_messages_kept_as_dicts_are_pending_turns() -> None:
+    """A ``messages`` channel of OpenAI-style dicts (``role``, ``content``), merged by ``operator.add``."""
+
+    def reply(state: _Chat) -> dict[str, Any]:
+        return {
+            "messages": [
+                {"role": "assistant", "content": f"re: {state['messages'][-1]['content']}"}
+            ]
+        }
+
+    chat = StateGraph(_Chat)
+    chat.add_node("reply", reply)
+    chat.add_edge(START, "reply")
+    store = SessionStore()
+    app = chat.compile(checkpointer=SessionGraphSaver(store))
+    thread: Any = {"configurable": {"thread_id": "t"}}
+    app.invoke({"messages": [{"role": "user", "content": "Hi", "id": "u1"}]}, thread)
+    app.invoke({"messages": [{"type": "human", "content": "Bye"}]}, thread)
+    got = [(n.role.value, n.text) for n in store.pending("t", "memory", "ws")]
+    assert got == [
+        ("user", "Hi"),
+        ("assistant", "re: Hi"),
+        ("user", "Bye"),
+        ("assistant", "re: Bye"),
+    ]
