@@ -32,22 +32,22 @@ The mapping:
 - ``copy_thread`` writes a **copy** of every session of the thread under the target thread, ids
   rewritten, with ``metadata["langgraph"]["copied_from"]`` naming the source thread. Markers are not
   copied: the copy reads as unwritten, like any session copied elsewhere.
-- The ``messages`` channel (LangChain messages merged by ``add_messages``) becomes **message nodes**.
-  Each message id not in the parent checkpoint's list is a new node (id ``"<session>/m/<message id>"``,
-  or ``.../m/<message id>@<checkpoint_id>`` when a message of that id already sits on another branch,
-  or after the same checkpoint with other content: a regenerated answer; ``...@<checkpoint_id>.<n>``
-  for the n-th such listing of one id in one list), following the previous node
-  of the checkpoint's branch. A message without a string id (a channel merged by ``operator.add``
-  rather than ``add_messages``) is known by its place in the list, ``"#<position>"``. The messages
-  of a list take the parent's nodes of their ids in list order, so an id listed twice keeps two
-  nodes. Roles: human -> user,
-  ai -> assistant, system -> system, tool -> tool (a message kept as a dict, OpenAI's style, by its
-  ``role``: user, assistant, system, developer -> system, tool); text parts of list contents are joined. Messages of
-  the parent's list that are missing from the checkpoint's (``RemoveMessage``, a summarization step)
-  are covered by an inline **compaction summary** whose text is the state's ``summary`` channel when
-  it is a string. The message nodes are never deleted, so ``pending()``, ``pending_by_tip()`` and the
-  memory writer work on a LangGraph thread exactly as on an imported transcript. A message edited in
-  place (same id, new content) keeps its first node: node content is immutable.
+- The ``messages`` channel (LangChain messages merged by ``add_messages``, or kept as OpenAI-style
+  dicts) becomes **message nodes**. Each message id not in the parent checkpoint's list is a new
+  node (id ``"<session>/m/<message id>"``, or ``.../m/<message id>@<checkpoint_id>`` when a message
+  of that id already sits on another branch, or after the same checkpoint with other content: a
+  regenerated answer; ``...@<checkpoint_id>.<n>`` for the n-th such listing of one id in one list),
+  following the previous node of the checkpoint's branch. A message without a string id (a channel
+  merged by ``operator.add`` rather than ``add_messages``) is known by its place in the list,
+  ``"#<position>"``. The messages of a list take the parent's nodes of their ids in list order, so
+  an id listed twice keeps two nodes. Roles: human -> user, ai -> assistant, system -> system,
+  tool -> tool (a dict by its ``role``: user, assistant, system, developer -> system, tool); text
+  parts of list contents are joined. Messages of the parent's list that are missing from the
+  checkpoint's (``RemoveMessage``, a summarization step) are covered by an inline **compaction
+  summary** whose text is the state's ``summary`` channel when it is a string. The message nodes
+  are never deleted, so ``pending()``, ``pending_by_tip()`` and the memory writer work on a
+  LangGraph thread exactly as on an imported transcript. A message edited in place (same id, new
+  content) keeps its first node: node content is immutable.
 - Checkpoint payloads are kept as LangGraph's serializer writes them (``serde.dumps_typed``): the
   checkpoint, its metadata and each pending write, never re-encoded into the store's codec. Puts
   encode and reads decode them as the serializer does, byte for byte, each distinct message once
