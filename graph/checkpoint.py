@@ -860,6 +860,11 @@ def _undecodable(row: _Saved, e: Exception) -> CodecError:
     )
 
 
+def _unstorable(*keys: Any) -> bool:
+    """Whether a key a read names holds a lone surrogate: nothing is stored under it, nor can be."""
+    return any(isinstance(k, str) and _SURROGATE.search(k) for k in keys)
+
+
 def _named(thread_id: Any, checkpoint_ns: Any) -> tuple[str, str]:
     """The thread id and namespace a write names, as strings, when a session can be named by them.
 
@@ -1020,6 +1025,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         conf = config["configurable"]
         thread, ns = str(conf["thread_id"]), conf.get("checkpoint_ns", "")
         cid = get_checkpoint_id(config)
+        if _unstorable(thread, ns, cid):
+            return None
         with self._lock:
             got = self._payloads.read(thread, ns, cid)  # no id: the latest, the greatest id
         return None if got is None else self._tuple(*got)
@@ -1048,6 +1055,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         ns = conf.get("checkpoint_ns")
         cid = conf.get("checkpoint_id")
         before_id = get_checkpoint_id(before) if before else None
+        if _unstorable(thread, ns, cid):
+            return
         with self._lock:
             # Without a filter the limit is the query's; with one, metadata decides first.
             rows, writes = self._payloads.history(
@@ -1569,6 +1578,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
     def delete_thread(self, thread_id: str) -> None:
         """Delete the thread: its sessions (nodes, markers), checkpoints and writes."""
         thread = str(thread_id)
+        if _unstorable(thread):
+            return
         with self._lock:
             self._known.clear()
             self._recent.clear()

@@ -504,6 +504,18 @@ def test_a_thread_or_namespace_no_session_can_be_named_by_is_refused_naming_it(
     assert store.sessions() == []
 
 
+def test_reads_of_a_key_with_a_lone_surrogate_find_nothing() -> None:
+    """Nothing can be stored under such a key, so nothing is found (before: UnicodeEncodeError)."""
+    saver = SessionGraphSaver(SessionStore())
+    odd: Any = {"configurable": {"thread_id": "t\ud800", "checkpoint_ns": ""}}
+    by_id: Any = {
+        "configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "\udfff"}
+    }
+    assert saver.get_tuple(odd) is None and saver.get_tuple(by_id) is None
+    assert list(saver.list(odd)) == [] and list(saver.list(by_id)) == []
+    saver.delete_thread("t\ud800")
+
+
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"], indirect=True)
 def test_a_database_failure_in_the_payload_tables_is_a_store_error(backend: _Backend) -> None:
     from langgraph.checkpoint.conformance.test_utils import generate_checkpoint
