@@ -284,7 +284,8 @@ def import_postgres(store: BaseStore, url: str) -> FileReport:
         The database's report (its path is the URL as given, without a password, a ``str``:
         ``Path`` would fold its ``//``): one session id per thread
         and namespace, nodes added; a checkpoint that cannot be put back together (a blob LangGraph's
-        serializer cannot decode) is left out and listed in ``skipped`` as (row number, reason).
+        serializer cannot decode, a row whose checkpoint, channel values or versions or metadata are
+        no JSON objects) is left out and listed in ``skipped`` as (row number, reason).
 
     Raises:
         TranscriptError: the database cannot be read, lacks ``PostgresSaver``'s tables, or an extra
@@ -374,10 +375,17 @@ def _assembled(
     """The checkpoint ``PostgresSaver`` reads: each channel's blob at its version over the inline values.
 
     Raises:
-        ValueError: a blob that LangGraph's serializer cannot decode.
+        ValueError: a blob that LangGraph's serializer cannot decode, or a stored checkpoint whose
+            channel values or versions are no JSON objects.
     """
-    values = dict(stored.get("channel_values") or {})
-    for channel, version in (stored.get("channel_versions") or {}).items():
+    if not isinstance(stored, dict):
+        raise ValueError(f"the checkpoint is no JSON object (a {type(stored).__name__})")
+    parts = {k: stored.get(k) or {} for k in ("channel_values", "channel_versions")}
+    for name, part in parts.items():
+        if not isinstance(part, dict):
+            raise ValueError(f"its {name} are no JSON object (a {type(part).__name__})")
+    values = dict(parts["channel_values"])
+    for channel, version in parts["channel_versions"].items():
         got = blobs.get((thread, ns, channel, str(version)))
         if got is None or got[0] == "empty" or got[1] is None:
             continue
