@@ -136,6 +136,9 @@ def test_an_unreadable_checkpoint_is_skipped_and_reported(
     assert [n for n, _ in report.skipped] == [3]
     assert why in report.skipped[0][1]
     assert report.session_ids == base.session_ids
+    # its child's parent was left out: before, the child was stored as a root unreported
+    child = _cid(saved, 3)
+    assert [n for n, _ in report.dangling] == [f"t1/{child}"]
     assert dump(store)["t2"] == dump(whole)["t2"]  # the other thread is whole
 
 

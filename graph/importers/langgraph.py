@@ -118,7 +118,7 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
         no integer, whose value is no blob or that lacks its task, channel or type tag (its row
         number in ``writes``, the reason saying "pending write"). Payload columns are read as
         their bytes whatever their storage class. A checkpoint whose parent is in neither the file nor
-        the store is listed in ``dangling`` as (node id, the parent's node id), and one that is
+        the store (or was left out) is listed in ``dangling`` as (node id, the parent's node id), and one that is
         its own parent in ``relinked``: the saver stores each as a root.
 
     Raises:
@@ -221,16 +221,22 @@ def _report_links(
     ``checkpoints`` holds ``(thread, namespace, checkpoint id, parent id)`` per row, in row order.
     A checkpoint that is its own parent goes to ``report.relinked`` (row number, node id, why); one
     whose parent is neither in the database nor stored (a row deleted, a database pruned) goes to
-    ``report.dangling`` as (node id, the parent's node id). A checkpoint's node id is
-    ``<session>/<checkpoint id>``.
+    ``report.dangling`` as (node id, the parent's node id), and so does one whose parent's row was
+    left out (in ``report.skipped`` already, which holds only checkpoint rows when this runs). A
+    checkpoint's node id is ``<session>/<checkpoint id>``.
     """
     from graph.checkpoint import session_id_of
 
-    held = {(thread, ns, cid) for thread, ns, cid, _ in checkpoints}
+    left_out = {number for number, _ in report.skipped}
+    held = {
+        (thread, ns, cid)
+        for number, (thread, ns, cid, _) in enumerate(checkpoints, 1)
+        if number not in left_out
+    }
     missing: dict[str, str] = {}
     for number, (thread, ns, cid, parent) in enumerate(checkpoints, 1):
         sid = session_id_of(thread, ns)
-        if not parent:
+        if not parent or number in left_out:
             continue
         if parent == cid:
             report.relinked.append(
