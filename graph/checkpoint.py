@@ -731,11 +731,33 @@ class _SqlPayloads(_Payloads):
 
 
 class _MemoryPayloads(_Payloads):
-    """Dicts beside a :class:`MemorySessionStore`; the saver writes them after the store commits."""
+    """Dicts beside a :class:`MemorySessionStore`, written inside its transactions.
 
-    def __init__(self) -> None:
+    Each change logs its undo with the store (``_log``), so a transaction that fails, the saver's
+    or a caller's enclosing :meth:`~graph.store.base.BaseStore.atomic` block, takes the payloads
+    back with the nodes, as one SQL transaction does on the other backends.
+    """
+
+    def __init__(self, store: MemorySessionStore) -> None:
+        self.store = store
         self.checkpoints: dict[tuple[str, str, str], _Row] = {}
         self.pending: dict[tuple[str, str, str], dict[tuple[str, int], _Write]] = {}
+
+    def _keep(self, table: dict[Any, Any], key: Any) -> None:
+        """Log the undo of a change about to be made to ``table[key]``: its value now, or none."""
+        if key in table:
+            was = table[key]
+            was = dict(was) if isinstance(was, dict) else was
+
+            def undo() -> None:
+                table[key] = was
+
+        else:
+
+            def undo() -> None:
+                table.pop(key, None)
+
+        self.store._log(undo)
 
     def get(self, thread: str, ns: str, cid: str) -> _Row | None:
         return self.checkpoints.get((thread, ns, cid))
@@ -768,9 +790,11 @@ class _MemoryPayloads(_Payloads):
 
     def put(self, row: _Row) -> None:
         key = (row.thread_id, row.checkpoint_ns, row.checkpoint_id)
+        self._keep(self.checkpoints, key)
         self.checkpoints[key] = row
 
     def put_writes(self, key: tuple[str, str, str], writes: list[_Write], replace: bool) -> None:
+        self._keep(self.pending, key)
         stored = self.pending.setdefault(key, {})
         for w in writes:
             if replace or (w.task_id, w.idx) not in stored:
@@ -783,8 +807,10 @@ class _MemoryPayloads(_Payloads):
 
     def delete(self, keys: Sequence[tuple[str, str, str]]) -> None:
         for k in keys:
-            self.checkpoints.pop(k, None)
-            self.pending.pop(k, None)
+            for table in (self.checkpoints, self.pending):
+                if k in table:
+                    self._keep(table, k)
+                    del table[k]
 
     def delete_thread(self, thread: str) -> None:
         self.delete([k for k in set(self.checkpoints) | set(self.pending) if k[0] == thread])
@@ -799,7 +825,7 @@ def _payloads_of(store: BaseStore) -> _Payloads:
     if isinstance(store, SessionStore):
         return _SqlPayloads(store, store.conn, _SQLITE, sqlite_translated)
     if isinstance(store, MemorySessionStore):
-        return _MemoryPayloads()
+        return _MemoryPayloads(store)
     postgres = sys.modules.get("graph.store.postgres")  # loaded whenever such a store exists
     if postgres is not None and isinstance(store, postgres.PostgresSessionStore):
         return _SqlPayloads(store, store.conn, _POSTGRES, postgres._translated)
@@ -917,9 +943,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             that its session can be spawned from that checkpoint's node. 0 does not wait (the
             session is then a plain one when the parent's checkpoint is not stored yet).
 
-    On the in-memory store, payloads are written to the saver's dicts after the store's transaction
-    commits, so a caller's enclosing :meth:`~graph.store.base.BaseStore.atomic` block that rolls back
-    takes the nodes back but not the payloads; on SQLite both share one transaction.
+    The payloads share the nodes' transaction on every backend: a caller's enclosing
+    :meth:`~graph.store.base.BaseStore.atomic` block that rolls back takes both back.
 
     Raises:
         TypeError: the store is of a kind that cannot hold checkpoint payloads (not one of those).
@@ -948,7 +973,6 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         self._stored = threading.Condition(self._lock)
         self.spawn_wait = spawn_wait
         self._payloads: _Payloads
-        self._after_commit = isinstance(store, MemorySessionStore)
         self._payloads = _payloads_of(store)
         self._memo = MessageMemo(self.serde)
 
@@ -1364,9 +1388,6 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                     metadata.get("run_id"),
                     listed,
                 )
-            if not self._after_commit:
-                self._payloads.put(row)
-        if self._after_commit:
             self._payloads.put(row)
         self._remember(row)
         return row, added
@@ -1526,12 +1547,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         """
         key = (thread_id, checkpoint_ns, checkpoint_id)
         rows = [_Write(*w) for w in writes]
-        with self._lock:
-            if self._after_commit:
-                self._payloads.put_writes(key, rows, False)
-            else:
-                with self.store.atomic():
-                    self._payloads.put_writes(key, rows, False)
+        with self._lock, self.store.atomic():
+            self._payloads.put_writes(key, rows, False)
 
     def put_writes(
         self,
@@ -1557,12 +1574,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                 _Write(task_id, task_path, WRITES_IDX_MAP.get(channel, i), channel, type_, blob)
             )
         special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
-        with self._lock:
-            if self._after_commit:
-                self._payloads.put_writes(key, rows, special)
-            else:
-                with self.store.atomic():
-                    self._payloads.put_writes(key, rows, special)
+        with self._lock, self.store.atomic():
+            self._payloads.put_writes(key, rows, special)
 
     # ------------------------------------------------------------------ deletion and copies
 
@@ -1591,9 +1604,6 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                         continue
                     if isinstance(info, dict) and info.get("thread_id") == thread:
                         self.store.delete_session(sid)
-                if not self._after_commit:
-                    self._payloads.delete_thread(thread)
-            if self._after_commit:
                 self._payloads.delete_thread(thread)
 
     def _drop(self, rows: Sequence[_Row]) -> None:
@@ -1611,9 +1621,6 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                 ]
                 if left:
                     self.store.set_head(session_id_of(thread, ns), left[0].node_id)
-            if not self._after_commit:
-                self._payloads.delete(keys)
-        if self._after_commit:
             self._payloads.delete(keys)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
@@ -1673,9 +1680,6 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                         )
                         if (src, ns, r.checkpoint_id) in got:
                             writes[(dst, ns, r.checkpoint_id)] = got[(src, ns, r.checkpoint_id)]
-                if not self._after_commit:
-                    self._store_copies(copies, writes)
-            if self._after_commit:
                 self._store_copies(copies, writes)
 
     def _store_copies(

@@ -138,3 +138,26 @@ def test_messages_kept_as_dicts_are_pending_turns() -> None:
         ("user", "Bye"),
         ("assistant", "re: Bye"),
     ]
+
+
+def test_a_rolled_back_put_on_the_memory_store_leaves_no_checkpoint_behind() -> None:
+    """Before, the payload outlived the rolled-back nodes and the next put failed (unknown predecessor)."""
+    from graph import MemorySessionStore
+
+    store = MemorySessionStore()
+    saver = SessionGraphSaver(store)
+    root: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    a, b = HumanMessage("a", id="a"), AIMessage("b", id="b")
+    c0 = _put(saver, root, 0, [a])
+    saver.put_writes(c0, [("x", 1)], "task")
+    with pytest.raises(RuntimeError), store.atomic():
+        c1 = _put(saver, c0, 1, [a, b])
+        saver.put_writes(c1, [("x", 2)], "task")
+        saver.put_writes(c0, [("__error__", "boom")], "task")
+        saver.delete_thread("t")
+        raise RuntimeError("the caller's transaction fails")
+    latest = saver.get_tuple(root)
+    assert latest is not None and latest.config == c0
+    assert latest.pending_writes == [("task", "x", 1)]
+    _put(saver, latest.config, 2, [a, HumanMessage("c", id="c")])
+    assert [n.text for n in store.pending("t", "memory", "ws")] == ["a", "c"]
