@@ -41,7 +41,8 @@ The mapping:
   merged by ``operator.add`` rather than ``add_messages``) is known by its place in the list,
   ``"#<position>"``. The messages of a list take the parent's nodes of their ids in list order, so
   an id listed twice keeps two nodes. Roles: human -> user, ai -> assistant, system -> system,
-  tool -> tool (a dict by its ``role``: user, assistant, system, developer -> system, tool); text
+  tool and function -> tool, a chunk as its message, a ``ChatMessage`` or a dict by its ``role``
+  (user, assistant, system, developer -> system, tool); text
   parts of list contents are joined. Messages of the parent's list that are missing from the
   checkpoint's (``RemoveMessage``, a summarization step) are covered by an inline **compaction
   summary** whose text is the state's ``summary`` channel when it is a string. The message nodes
@@ -120,6 +121,16 @@ _DICT_ROLES = {
     "developer": Role.SYSTEM,
 }
 """The ``role`` of a message kept as a dict (OpenAI's names, and LangChain's own)."""
+_CHUNKS = {
+    "AIMessageChunk": "ai",
+    "HumanMessageChunk": "human",
+    "SystemMessageChunk": "system",
+    "ToolMessageChunk": "tool",
+    "function": "tool",
+    "FunctionMessageChunk": "tool",
+}
+"""LangChain message types spoken in the role of another: chunks (a reducer other than
+``add_messages`` keeps them unmerged) and the legacy function message."""
 
 
 def _field(message: Any, name: str) -> Any:
@@ -130,14 +141,20 @@ def _field(message: Any, name: str) -> Any:
 def _role(message: Any) -> Role | None:
     """The role a listed message speaks in; None for what is no message.
 
-    A LangChain message by its ``type``; a dict (a channel of OpenAI-style messages) by its
-    ``role``, else a LangChain-style ``type``.
+    A LangChain message by its ``type`` (a chunk as its message, a ``ChatMessage`` by its
+    ``role``); a dict (a channel of OpenAI-style messages) by its ``role``, else a LangChain-style
+    ``type``.
     """
     if isinstance(message, Mapping):
         said = message.get("role", message.get("type"))
         return _DICT_ROLES.get(said) if isinstance(said, str) else None
     kind = getattr(message, "type", None)
-    return _ROLES.get(kind) if isinstance(kind, str) else None
+    if not isinstance(kind, str):
+        return None
+    if kind in ("chat", "ChatMessageChunk"):  # LangChain's ChatMessage names its role itself
+        role = getattr(message, "role", None)
+        return _DICT_ROLES.get(role) if isinstance(role, str) else None
+    return _ROLES.get(_CHUNKS.get(kind, kind))
 
 
 def session_id_of(thread_id: str, checkpoint_ns: str = "") -> str:

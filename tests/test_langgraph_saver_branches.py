@@ -161,3 +161,26 @@ def test_a_rolled_back_put_on_the_memory_store_leaves_no_checkpoint_behind() -> 
     assert latest.pending_writes == [("task", "x", 1)]
     _put(saver, latest.config, 2, [a, HumanMessage("c", id="c")])
     assert [n.text for n in store.pending("t", "memory", "ws")] == ["a", "c"]
+
+
+def test_chunks_chat_and_function_messages_are_turns() -> None:
+    """LangChain's other message types, as ``operator.add`` keeps them (``add_messages`` would
+    turn chunks into messages): before, their types were no role and they were skipped."""
+    from langchain_core.messages import AIMessageChunk, ChatMessage, FunctionMessage
+
+    saver = SessionGraphSaver(SessionStore())
+    root: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    listed = [
+        ChatMessage(role="user", content="asked", id="c"),
+        AIMessageChunk("stre", id="s") + AIMessageChunk("amed", id="s"),
+        FunctionMessage(name="f", content="called", id="f"),
+        ChatMessage(role="assistant", content="answered", id="a"),
+    ]
+    _put(saver, root, 0, listed)
+    got = [(n.role.value, n.text) for n in saver.store.nodes("t") if n.kind is Kind.MESSAGE]
+    assert got == [
+        ("user", "asked"),
+        ("assistant", "streamed"),
+        ("tool", "called"),
+        ("assistant", "answered"),
+    ]
