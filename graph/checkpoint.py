@@ -135,7 +135,7 @@ _CHUNKS = {
 
 def _field(message: Any, name: str) -> Any:
     """A field of a message: an attribute of a LangChain message, a key of a dict kept as one."""
-    return message.get(name) if isinstance(message, Mapping) else getattr(message, name, None)
+    return message.get(name) if isinstance(message, dict) else getattr(message, name, None)
 
 
 def _role(message: Any) -> Role | None:
@@ -145,7 +145,7 @@ def _role(message: Any) -> Role | None:
     ``role``); a dict (a channel of OpenAI-style messages) by its ``role``, else a LangChain-style
     ``type``.
     """
-    if isinstance(message, Mapping):
+    if isinstance(message, dict):
         said = message.get("role", message.get("type"))
         return _DICT_ROLES.get(said) if isinstance(said, str) else None
     kind = getattr(message, "type", None)
@@ -355,6 +355,8 @@ def _message_id(message: Any, position: int) -> str | None:
     """
     mid = _field(message, "id")
     if isinstance(mid, str):
+        if mid.isascii():
+            return mid
         return _SURROGATE.sub(lambda c: f"\\u{ord(c.group()):04x}", mid)  # distinct, storable
     return f"#{position}" if _role(message) is not None else None
 
@@ -364,7 +366,12 @@ def _extends(messages: Sequence[Any], inherited: Sequence[tuple[str, str]]) -> b
     k = len(inherited)
     if len(messages) < k:
         return False
-    return [_message_id(m, i) for i, m in enumerate(messages[:k])] == [m for m, _ in inherited]
+    ids = [m for m, _ in inherited]
+    # LangChain messages with ids (add_messages gives every one an id) compare at once; only a
+    # list holding others (id-less, dicts, escaped ids) needs each message's id worked out
+    if [getattr(m, "id", None) for m in messages[:k]] == ids:
+        return True
+    return [_message_id(m, i) for i, m in enumerate(messages[:k])] == ids
 
 
 def _msgs(row: _Row) -> bytes:
