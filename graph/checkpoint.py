@@ -32,18 +32,23 @@ The mapping:
 - ``copy_thread`` writes a **copy** of every session of the thread under the target thread, ids
   rewritten, with ``metadata["langgraph"]["copied_from"]`` naming the source thread. Markers are not
   copied: the copy reads as unwritten, like any session copied elsewhere.
-- The ``messages`` channel (LangChain messages merged by ``add_messages``) becomes **message nodes**.
-  Each message id not in the parent checkpoint's list is a new node (id ``"<session>/m/<message id>"``,
-  or ``.../m/<message id>@<checkpoint_id>`` when a message of that id already sits on another branch,
-  or after the same checkpoint with other content: a regenerated answer), following the previous node
-  of the checkpoint's branch. The messages of a list take the parent's nodes of their ids in list
-  order, so an id listed twice keeps two nodes. Roles: human -> user,
-  ai -> assistant, system -> system, tool -> tool; text parts of list contents are joined. Messages of
-  the parent's list that are missing from the checkpoint's (``RemoveMessage``, a summarization step)
-  are covered by an inline **compaction summary** whose text is the state's ``summary`` channel when
-  it is a string. The message nodes are never deleted, so ``pending()``, ``pending_by_tip()`` and the
-  memory writer work on a LangGraph thread exactly as on an imported transcript. A message edited in
-  place (same id, new content) keeps its first node: node content is immutable.
+- The ``messages`` channel (LangChain messages merged by ``add_messages``, or kept as OpenAI-style
+  dicts) becomes **message nodes**. Each message id not in the parent checkpoint's list is a new
+  node (id ``"<session>/m/<message id>"``, or ``.../m/<message id>@<checkpoint_id>`` when a message
+  of that id already sits on another branch, or after the same checkpoint with other content: a
+  regenerated answer; ``...@<checkpoint_id>.<n>`` for the n-th such listing of one id in one list),
+  following the previous node of the checkpoint's branch. A message without a string id (a channel
+  merged by ``operator.add`` rather than ``add_messages``) is known by its place in the list,
+  ``"#<position>"``. The messages of a list take the parent's nodes of their ids in list order, so
+  an id listed twice keeps two nodes. Roles: human -> user, ai -> assistant, system -> system,
+  tool and function -> tool, a chunk as its message, a ``ChatMessage`` or a dict by its ``role``
+  (user, assistant, system, developer -> system, tool); text
+  parts of list contents are joined. Messages of the parent's list that are missing from the
+  checkpoint's (``RemoveMessage``, a summarization step) are covered by an inline **compaction
+  summary** whose text is the state's ``summary`` channel when it is a string. The message nodes
+  are never deleted, so ``pending()``, ``pending_by_tip()`` and the memory writer work on a
+  LangGraph thread exactly as on an imported transcript. A message edited in place (same id, new
+  content) keeps its first node: node content is immutable.
 - Checkpoint payloads are kept as LangGraph's serializer writes them (``serde.dumps_typed``): the
   checkpoint, its metadata and each pending write, never re-encoded into the store's codec. Puts
   encode and reads decode them as the serializer does, byte for byte, each distinct message once
@@ -73,6 +78,7 @@ import asyncio
 import builtins
 import gc
 import random
+import re
 import sys
 import threading
 from collections import OrderedDict
@@ -108,6 +114,47 @@ from graph.store.sqlite import _translated as sqlite_translated
 __all__ = ["SessionGraphSaver", "session_id_of"]
 
 _ROLES = {"human": Role.USER, "ai": Role.ASSISTANT, "system": Role.SYSTEM, "tool": Role.TOOL}
+_DICT_ROLES = {
+    **_ROLES,
+    "user": Role.USER,
+    "assistant": Role.ASSISTANT,
+    "developer": Role.SYSTEM,
+}
+"""The ``role`` of a message kept as a dict (OpenAI's names, and LangChain's own)."""
+_CHUNKS = {
+    "AIMessageChunk": "ai",
+    "HumanMessageChunk": "human",
+    "SystemMessageChunk": "system",
+    "ToolMessageChunk": "tool",
+    "function": "tool",
+    "FunctionMessageChunk": "tool",
+}
+"""LangChain message types spoken in the role of another: chunks (a reducer other than
+``add_messages`` keeps them unmerged) and the legacy function message."""
+
+
+def _field(message: Any, name: str) -> Any:
+    """A field of a message: an attribute of a LangChain message, a key of a dict kept as one."""
+    return message.get(name) if isinstance(message, dict) else getattr(message, name, None)
+
+
+def _role(message: Any) -> Role | None:
+    """The role a listed message speaks in; None for what is no message.
+
+    A LangChain message by its ``type`` (a chunk as its message, a ``ChatMessage`` by its
+    ``role``); a dict (a channel of OpenAI-style messages) by its ``role``, else a LangChain-style
+    ``type``.
+    """
+    if isinstance(message, dict):
+        said = message.get("role", message.get("type"))
+        return _DICT_ROLES.get(said) if isinstance(said, str) else None
+    kind = getattr(message, "type", None)
+    if not isinstance(kind, str):
+        return None
+    if kind in ("chat", "ChatMessageChunk"):  # LangChain's ChatMessage names its role itself
+        role = getattr(message, "role", None)
+        return _DICT_ROLES.get(role) if isinstance(role, str) else None
+    return _ROLES.get(_CHUNKS.get(kind, kind))
 
 
 def session_id_of(thread_id: str, checkpoint_ns: str = "") -> str:
@@ -288,12 +335,43 @@ def _row(r: Sequence[Any]) -> _Row:
     )
 
 
+def _call_name(call: Any) -> Any:
+    """A tool call's name: LangChain's ``name``, or OpenAI's ``function.name``."""
+    if not isinstance(call, Mapping):
+        return ""
+    function = call.get("function")
+    if "name" not in call and isinstance(function, Mapping):
+        return function.get("name", "")
+    return call.get("name", "")
+
+
+def _message_id(message: Any, position: int) -> str | None:
+    """The id a listed message is known by: its own string id, else ``"#<position>"`` in the list.
+
+    LangChain messages have no id until ``add_messages`` gives them one; a channel merged
+    otherwise (``operator.add``) keeps them id-less, and they are turns all the same. Their place in
+    the list, which such a reducer only appends to, names them from one checkpoint to the next.
+    None for what is no message (:func:`_role`).
+    """
+    mid = _field(message, "id")
+    if isinstance(mid, str):
+        if mid.isascii():
+            return mid
+        return _SURROGATE.sub(lambda c: f"\\u{ord(c.group()):04x}", mid)  # distinct, storable
+    return f"#{position}" if _role(message) is not None else None
+
+
 def _extends(messages: Sequence[Any], inherited: Sequence[tuple[str, str]]) -> bool:
     """Whether ``messages`` begins with exactly the message ids of ``inherited``, in order."""
     k = len(inherited)
     if len(messages) < k:
         return False
-    return [getattr(m, "id", None) for m in messages[:k]] == [m for m, _ in inherited]
+    ids = [m for m, _ in inherited]
+    # LangChain messages with ids (add_messages gives every one an id) compare at once; only a
+    # list holding others (id-less, dicts, escaped ids) needs each message's id worked out
+    if [getattr(m, "id", None) for m in messages[:k]] == ids:
+        return True
+    return [_message_id(m, i) for i, m in enumerate(messages[:k])] == ids
 
 
 def _msgs(row: _Row) -> bytes:
@@ -677,11 +755,33 @@ class _SqlPayloads(_Payloads):
 
 
 class _MemoryPayloads(_Payloads):
-    """Dicts beside a :class:`MemorySessionStore`; the saver writes them after the store commits."""
+    """Dicts beside a :class:`MemorySessionStore`, written inside its transactions.
 
-    def __init__(self) -> None:
+    Each change logs its undo with the store (``_log``), so a transaction that fails, the saver's
+    or a caller's enclosing :meth:`~graph.store.base.BaseStore.atomic` block, takes the payloads
+    back with the nodes, as one SQL transaction does on the other backends.
+    """
+
+    def __init__(self, store: MemorySessionStore) -> None:
+        self.store = store
         self.checkpoints: dict[tuple[str, str, str], _Row] = {}
         self.pending: dict[tuple[str, str, str], dict[tuple[str, int], _Write]] = {}
+
+    def _keep(self, table: dict[Any, Any], key: Any) -> None:
+        """Log the undo of a change about to be made to ``table[key]``: its value now, or none."""
+        if key in table:
+            was = table[key]
+            was = dict(was) if isinstance(was, dict) else was
+
+            def undo() -> None:
+                table[key] = was
+
+        else:
+
+            def undo() -> None:
+                table.pop(key, None)
+
+        self.store._log(undo)
 
     def get(self, thread: str, ns: str, cid: str) -> _Row | None:
         return self.checkpoints.get((thread, ns, cid))
@@ -714,9 +814,11 @@ class _MemoryPayloads(_Payloads):
 
     def put(self, row: _Row) -> None:
         key = (row.thread_id, row.checkpoint_ns, row.checkpoint_id)
+        self._keep(self.checkpoints, key)
         self.checkpoints[key] = row
 
     def put_writes(self, key: tuple[str, str, str], writes: list[_Write], replace: bool) -> None:
+        self._keep(self.pending, key)
         stored = self.pending.setdefault(key, {})
         for w in writes:
             if replace or (w.task_id, w.idx) not in stored:
@@ -729,8 +831,10 @@ class _MemoryPayloads(_Payloads):
 
     def delete(self, keys: Sequence[tuple[str, str, str]]) -> None:
         for k in keys:
-            self.checkpoints.pop(k, None)
-            self.pending.pop(k, None)
+            for table in (self.checkpoints, self.pending):
+                if k in table:
+                    self._keep(table, k)
+                    del table[k]
 
     def delete_thread(self, thread: str) -> None:
         self.delete([k for k in set(self.checkpoints) | set(self.pending) if k[0] == thread])
@@ -745,7 +849,7 @@ def _payloads_of(store: BaseStore) -> _Payloads:
     if isinstance(store, SessionStore):
         return _SqlPayloads(store, store.conn, _SQLITE, sqlite_translated)
     if isinstance(store, MemorySessionStore):
-        return _MemoryPayloads()
+        return _MemoryPayloads(store)
     postgres = sys.modules.get("graph.store.postgres")  # loaded whenever such a store exists
     if postgres is not None and isinstance(store, postgres.PostgresSessionStore):
         return _SqlPayloads(store, store.conn, _POSTGRES, postgres._translated)
@@ -763,8 +867,21 @@ def _rethread(node_id: str, src: str, dst: str, session_id: str) -> str:
     return f"{session_id}/x/{node_id}"
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A lone surrogate: a Python string may hold one (JSON's ``\\ud83d`` alone), UTF-8 cannot."""
+
+
+def _storable(text: str) -> str:
+    """``text`` with each lone surrogate as U+FFFD: node text is UTF-8 (the payload keeps it as is)."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
+
+
 def _text(content: Any) -> str:
-    """The text of a LangChain message content (a string, or a list of parts)."""
+    """The text of a LangChain message content (a string, or a list of parts), storable."""
+    return _storable(_parts(content))
+
+
+def _parts(content: Any) -> str:
     if isinstance(content, str):
         return content
     parts: list[str] = []
@@ -793,6 +910,46 @@ def _undecodable(row: _Saved, e: Exception) -> CodecError:
     )
 
 
+def _unstorable(*keys: Any) -> bool:
+    """Whether a key a read names holds a lone surrogate: nothing is stored under it, nor can be."""
+    return any(isinstance(k, str) and _SURROGATE.search(k) for k in keys)
+
+
+def _named(thread_id: Any, checkpoint_ns: Any) -> tuple[str, str]:
+    """The thread id and namespace a write names, as strings, when a session can be named by them.
+
+    Raises:
+        InvalidWriteError: the thread id is empty, or either holds a lone surrogate (which no
+            database text column holds); nothing is written.
+    """
+    thread, ns = str(thread_id), str(checkpoint_ns)
+    if not thread:
+        raise InvalidWriteError("an empty thread_id names no session: give the thread an id")
+    for name, value in (("thread_id", thread), ("checkpoint_ns", ns)):
+        if _SURROGATE.search(value):
+            raise InvalidWriteError(
+                f"{name} {value!r} holds a lone surrogate: no session is named so"
+            )
+    return thread, ns
+
+
+def _checked(checkpoint: Any, checkpoint_id: str) -> Checkpoint:
+    """``checkpoint`` when it is a checkpoint of ``checkpoint_id`` a put can read, else ValueError.
+
+    What another saver's row holds is decoded, not made by LangGraph in this process: a hand-made
+    or damaged row may hold any value.
+    """
+    if not isinstance(checkpoint, Mapping):
+        raise ValueError(f"the payload is no checkpoint (a {type(checkpoint).__name__})")
+    values = checkpoint.get("channel_values")
+    if values is not None and not isinstance(values, Mapping):
+        raise ValueError(f"its channel_values are no mapping (a {type(values).__name__})")
+    got = checkpoint.get("id")
+    if got != checkpoint_id:
+        raise ValueError(f"the payload's checkpoint id is {got!r}, not its row's {checkpoint_id!r}")
+    return cast(Checkpoint, checkpoint)
+
+
 _PAUSE_AT = 8192
 """Bytes of a checkpoint payload from which its decoding pauses the collector (about 30 messages)."""
 
@@ -810,9 +967,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             that its session can be spawned from that checkpoint's node. 0 does not wait (the
             session is then a plain one when the parent's checkpoint is not stored yet).
 
-    On the in-memory store, payloads are written to the saver's dicts after the store's transaction
-    commits, so a caller's enclosing :meth:`~graph.store.base.BaseStore.atomic` block that rolls back
-    takes the nodes back but not the payloads; on SQLite both share one transaction.
+    The payloads share the nodes' transaction on every backend: a caller's enclosing
+    :meth:`~graph.store.base.BaseStore.atomic` block that rolls back takes both back.
 
     Raises:
         TypeError: the store is of a kind that cannot hold checkpoint payloads (not one of those).
@@ -841,7 +997,6 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         self._stored = threading.Condition(self._lock)
         self.spawn_wait = spawn_wait
         self._payloads: _Payloads
-        self._after_commit = isinstance(store, MemorySessionStore)
         self._payloads = _payloads_of(store)
         self._memo = MessageMemo(self.serde)
 
@@ -918,6 +1073,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         conf = config["configurable"]
         thread, ns = str(conf["thread_id"]), conf.get("checkpoint_ns", "")
         cid = get_checkpoint_id(config)
+        if _unstorable(thread, ns, cid):
+            return None
         with self._lock:
             got = self._payloads.read(thread, ns, cid)  # no id: the latest, the greatest id
         return None if got is None else self._tuple(*got)
@@ -946,6 +1103,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         ns = conf.get("checkpoint_ns")
         cid = conf.get("checkpoint_id")
         before_id = get_checkpoint_id(before) if before else None
+        if _unstorable(thread, ns, cid):
+            return
         with self._lock:
             # Without a filter the limit is the query's; with one, metadata decides first.
             rows, writes = self._payloads.history(
@@ -1066,25 +1225,26 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
 
         new_ids: set[str] = set()
 
-        def message(m: Any) -> None:
+        def message(m: Any, mid: str | None) -> None:
             """List one message, adding its node when the parent's list lacks it."""
-            mid = getattr(m, "id", None)
-            if not isinstance(mid, str):
+            role = _role(m)
+            if mid is None or role is None:
                 return
-            role = _ROLES.get(getattr(m, "type", ""))
-            if role is None:
-                return
-            content = _text(m.content)
+            content = _text(_field(m, "content"))
             nid = f"{sid}/m/{mid}"
             if nid in new_ids or (
                 nid in idx.pred
                 and (idx.pred[nid] != chain or not self._stored_as(nid, role, content))
             ):
                 nid = f"{sid}/m/{mid}@{cid}"  # the same id said again elsewhere, or said anew
+                again = 1
+                while nid in new_ids:  # an id listed twice, both listings renamed here
+                    again += 1
+                    nid = f"{sid}/m/{mid}@{cid}.{again}"
             info: dict[str, Any] = {"message_id": mid, "checkpoint_id": cid}
-            calls = getattr(m, "tool_calls", None)
-            if calls:
-                info["tool_calls"] = [str(c.get("name", "")) for c in calls]
+            calls = _field(m, "tool_calls")
+            if isinstance(calls, list) and calls:
+                info["tool_calls"] = [_storable(str(_call_name(c))) for c in calls]
             add(nid, kind=Kind.MESSAGE, role=role, content=content, metadata={"langgraph": info})
             new_ids.add(nid)
             listed.append((mid, nid))
@@ -1095,8 +1255,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         elif _extends(messages, inherited):
             # The usual step (add_messages appended to the parent's list): only the tail is new.
             listed = list(inherited)
-            for m in messages[len(inherited) :]:
-                message(m)
+            for i, m in enumerate(messages[len(inherited) :], start=len(inherited)):
+                message(m, _message_id(m, i))
         else:
             # Each message of the list takes the parent's node of its id, in list order (a list may
             # hold an id twice); the parent's nodes left over were removed.
@@ -1104,9 +1264,9 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             for earlier, nid in reversed(inherited):
                 pool.setdefault(earlier, []).append(nid)
             kept: builtins.list[str | None] = []
-            for m in messages:
-                said = getattr(m, "id", None)
-                same = pool.get(said) if isinstance(said, str) else None
+            said = [_message_id(m, i) for i, m in enumerate(messages)]
+            for mid in said:
+                same = pool.get(mid) if mid is not None else None
                 kept.append(same.pop() if same else None)
             held = set(kept)
             removed = [n for _, n in inherited if n not in held and n in idx.pred]
@@ -1115,7 +1275,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                 if span:
                     summary = values.get("summary")
                     text = (
-                        summary
+                        _storable(summary)
                         if isinstance(summary, str) and summary
                         else (f"{len(removed)} earlier messages removed by the graph")
                     )
@@ -1129,11 +1289,11 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                         metadata={"langgraph": {"checkpoint_id": cid, "removed": len(removed)}},
                     )
                     new_ids.add(summary_id)
-            for m, node in zip(messages, kept, strict=True):
+            for m, mid, node in zip(messages, said, kept, strict=True):
                 if node is None:
-                    message(m)
-                else:
-                    listed.append((m.id, node))
+                    message(m, mid)
+                elif mid is not None:
+                    listed.append((mid, node))
         source, step = metadata.get("source"), metadata.get("step")
         add(
             node_id,
@@ -1204,7 +1364,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
     ) -> tuple[_Row, int]:
         """Store one checkpoint (payload given as stored by LangGraph, or serialized here)."""
         conf = config["configurable"]
-        thread, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns", ""))
+        thread, ns = _named(conf["thread_id"], conf.get("checkpoint_ns", ""))
         cid = checkpoint["id"]
         parent_id = conf.get("checkpoint_id")
         type_, blob = stored if stored is not None else self._codec.dumps(checkpoint)
@@ -1252,9 +1412,6 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                     metadata.get("run_id"),
                     listed,
                 )
-            if not self._after_commit:
-                self._payloads.put(row)
-        if self._after_commit:
             self._payloads.put(row)
         self._remember(row)
         return row, added
@@ -1327,18 +1484,32 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         parent_id: str | None,
         stored: tuple[str, bytes],
         metadata: CheckpointMetadata,
+        *,
+        checkpoint_id: str,
     ) -> int:
         """Store a checkpoint as another saver serialized it (the import path); return nodes added.
 
         The payload bytes are kept as given; the checkpoint is decoded only to read its id, time
         and messages. Storing a checkpoint again replaces its payload and adds no node.
 
+        Args:
+            checkpoint_id: The id the other saver keeps the checkpoint under (its row's key).
+
         Raises:
+            ValueError: the payload is no checkpoint of ``checkpoint_id`` (no mapping, another
+                id, channel values that are no mapping); nothing is stored.
             GraphError: the store refused the write (nothing is stored).
             Exception: LangGraph's serializer cannot decode the payload.
         """
         checkpoint = self._codec.loads(*stored)
-        return self._put_imported(thread_id, checkpoint_ns, parent_id, checkpoint, metadata, stored)
+        return self._put_imported(
+            thread_id,
+            checkpoint_ns,
+            parent_id,
+            _checked(checkpoint, checkpoint_id),
+            metadata,
+            stored,
+        )
 
     def put_checkpoint(
         self,
@@ -1347,6 +1518,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         parent_id: str | None,
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
+        *,
+        checkpoint_id: str,
     ) -> int:
         """Store a checkpoint another saver kept decoded or in parts (the import path).
 
@@ -1358,9 +1531,13 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             The number of nodes added.
 
         Raises:
+            ValueError: ``checkpoint`` is no checkpoint of ``checkpoint_id`` (as for
+                :meth:`put_stored`); nothing is stored.
             GraphError: the store refused the write (nothing is stored).
         """
-        return self._put_imported(thread_id, checkpoint_ns, parent_id, checkpoint, metadata, None)
+        return self._put_imported(
+            thread_id, checkpoint_ns, parent_id, _checked(checkpoint, checkpoint_id), metadata, None
+        )
 
     def _put_imported(
         self,
@@ -1394,12 +1571,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         """
         key = (thread_id, checkpoint_ns, checkpoint_id)
         rows = [_Write(*w) for w in writes]
-        with self._lock:
-            if self._after_commit:
-                self._payloads.put_writes(key, rows, False)
-            else:
-                with self.store.atomic():
-                    self._payloads.put_writes(key, rows, False)
+        with self._lock, self.store.atomic():
+            self._payloads.put_writes(key, rows, False)
 
     def put_writes(
         self,
@@ -1415,8 +1588,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         """
         conf = config["configurable"]
         key = (
-            str(conf["thread_id"]),
-            str(conf.get("checkpoint_ns", "")),
+            *_named(conf["thread_id"], conf.get("checkpoint_ns", "")),
             str(conf["checkpoint_id"]),
         )
         rows = []
@@ -1426,12 +1598,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                 _Write(task_id, task_path, WRITES_IDX_MAP.get(channel, i), channel, type_, blob)
             )
         special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
-        with self._lock:
-            if self._after_commit:
-                self._payloads.put_writes(key, rows, special)
-            else:
-                with self.store.atomic():
-                    self._payloads.put_writes(key, rows, special)
+        with self._lock, self.store.atomic():
+            self._payloads.put_writes(key, rows, special)
 
     # ------------------------------------------------------------------ deletion and copies
 
@@ -1447,6 +1615,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
     def delete_thread(self, thread_id: str) -> None:
         """Delete the thread: its sessions (nodes, markers), checkpoints and writes."""
         thread = str(thread_id)
+        if _unstorable(thread):
+            return
         with self._lock:
             self._known.clear()
             self._recent.clear()
@@ -1458,9 +1628,6 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                         continue
                     if isinstance(info, dict) and info.get("thread_id") == thread:
                         self.store.delete_session(sid)
-                if not self._after_commit:
-                    self._payloads.delete_thread(thread)
-            if self._after_commit:
                 self._payloads.delete_thread(thread)
 
     def _drop(self, rows: Sequence[_Row]) -> None:
@@ -1478,9 +1645,6 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                 ]
                 if left:
                     self.store.set_head(session_id_of(thread, ns), left[0].node_id)
-            if not self._after_commit:
-                self._payloads.delete(keys)
-        if self._after_commit:
             self._payloads.delete(keys)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
@@ -1540,9 +1704,6 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                         )
                         if (src, ns, r.checkpoint_id) in got:
                             writes[(dst, ns, r.checkpoint_id)] = got[(src, ns, r.checkpoint_id)]
-                if not self._after_commit:
-                    self._store_copies(copies, writes)
-            if self._after_commit:
                 self._store_copies(copies, writes)
 
     def _store_copies(

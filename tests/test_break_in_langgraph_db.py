@@ -1,10 +1,12 @@
 """A ``SqliteSaver`` database damaged or odd in the ways real ones are, imported.
 
 A checkpoint whose payload cannot be read (a type tag LangGraph's serializer does not know, a
-metadata column that is no JSON object) and a pending write whose row is not one (no value, an
-index that is no integer) are each left out and reported with their row; the rest of the file
-imports. Before, each of these failed the whole file with an untyped error
-(``NotImplementedError``, ``AttributeError``, ``TypeError``, ``ValueError``).
+metadata column that is no JSON object or no UTF-8, a payload that is no checkpoint of its row's
+id) or whose row has no thread, and a pending write whose row is not one (no value, an index that
+is no integer, no task, channel or type tag) are each left out and reported with their row; the
+rest of the file imports. Before, each of these failed the whole file with an untyped error
+(``NotImplementedError``, ``AttributeError``, ``TypeError``, ``ValueError``, ``KeyError``, a
+``StoreError`` of a NOT NULL column), or stored a thread named "None".
 """
 
 from __future__ import annotations
@@ -99,6 +101,27 @@ CHECKPOINTS: dict[str, tuple[str, str]] = {
         f"UPDATE checkpoints SET metadata = '\"x\"' WHERE checkpoint_id = {THIRD}",
         "metadata",
     ),
+    "metadata text that is no UTF-8": (
+        f"UPDATE checkpoints SET metadata = CAST(X'7b2278223a2280ff227d' AS TEXT)"
+        f" WHERE checkpoint_id = {THIRD}",
+        "UTF-8",
+    ),
+    "a payload without a checkpoint id": (
+        f"UPDATE checkpoints SET type = 'msgpack', checkpoint = X'81a161a162'"
+        f" WHERE checkpoint_id = {THIRD}",
+        "id",
+    ),
+    "a payload of another checkpoint id": (
+        f"UPDATE checkpoints SET checkpoint = (SELECT checkpoint FROM checkpoints"
+        f" WHERE thread_id = 't1' ORDER BY checkpoint_id LIMIT 1) WHERE checkpoint_id = {THIRD}",
+        "payload",
+    ),
+    "channel values that are no map": (
+        "UPDATE checkpoints SET type = 'msgpack', checkpoint = X'86a17604a26964a178a27473a0ae"
+        "6368616e6e656c5f76616c7565739101b06368616e6e656c5f76657273696f6e7380ad76657273696f6e73"
+        f"5f7365656e80' WHERE checkpoint_id = {THIRD}",
+        "channel_values",
+    ),
 }
 
 
@@ -113,6 +136,9 @@ def test_an_unreadable_checkpoint_is_skipped_and_reported(
     assert [n for n, _ in report.skipped] == [3]
     assert why in report.skipped[0][1]
     assert report.session_ids == base.session_ids
+    # its child's parent was left out: before, the child was stored as a root unreported
+    child = _cid(saved, 3)
+    assert [n for n, _ in report.dangling] == [f"t1/{child}"]
     assert dump(store)["t2"] == dump(whole)["t2"]  # the other thread is whole
 
 
@@ -120,6 +146,9 @@ WRITES: dict[str, tuple[str, bool]] = {
     "no value": ("UPDATE writes SET value = NULL WHERE rowid = 1", False),
     "no index": ("UPDATE writes SET idx = NULL WHERE rowid = 1", True),
     "an index that is text": ("UPDATE writes SET idx = 'x' WHERE rowid = 1", False),
+    "no channel": ("UPDATE writes SET channel = NULL WHERE rowid = 1", True),
+    "no task": ("UPDATE writes SET task_id = NULL WHERE rowid = 1", True),
+    "no type tag": ("UPDATE writes SET type = NULL WHERE rowid = 1", True),
 }
 
 
@@ -135,6 +164,37 @@ def test_an_unreadable_pending_write_is_skipped_and_reported(
     again = dump(store)
     import_file(store, _changed(saved, tmp_path, sql, loose=loose))
     assert dump(store) == again
+
+
+def test_a_payload_kept_as_text_imports_as_its_bytes(saved: Path, tmp_path: Path) -> None:
+    """A hand-made file may keep the payload blobs in text columns: their bytes, not UTF-8."""
+    whole = MemorySessionStore()
+    import_file(whole, saved)
+    store = MemorySessionStore()
+    text = "UPDATE {} SET {} = CAST({} AS TEXT)"
+    report = import_file(
+        store,
+        _changed(
+            saved,
+            tmp_path,
+            text.format("checkpoints", "checkpoint", "checkpoint"),
+            text.format("writes", "value", "value"),
+        ),
+    )
+    assert report.skipped == []
+    assert dump(store) == dump(whole)
+
+
+def test_a_checkpoint_without_a_thread_is_skipped_not_stored_as_thread_none(
+    saved: Path, tmp_path: Path
+) -> None:
+    store = MemorySessionStore()
+    sql = f"UPDATE checkpoints SET thread_id = NULL WHERE checkpoint_id = {THIRD}"
+    report = import_file(store, _changed(saved, tmp_path, sql, loose=True))
+    assert [n for n, _ in report.skipped] == [3]
+    assert "thread" in report.skipped[0][1]
+    assert report.session_ids == ["t1", "t2"]
+    assert not store.has_session("None")
 
 
 def test_a_file_whose_tables_lack_the_columns_is_refused_naming_it(
@@ -232,3 +292,52 @@ def test_a_database_locked_by_a_writer_is_named_so(saved: Path, tmp_path: Path) 
         writer.execute("ROLLBACK")
         writer.close()
     assert "locked" in str(e.value) and "not a LangGraph" not in str(e.value)
+
+
+def test_an_sqlite_file_that_is_no_checkpoint_database_is_named_for_what_it_is(
+    saved: Path, tmp_path: Path
+) -> None:
+    """Told apart by the format detection too: before, each was "not a Claude Code ... transcript"."""
+    from graph import SessionStore
+
+    truncated = tmp_path / "truncated.sqlite"
+    truncated.write_bytes(saved.read_bytes()[:3000])
+    with pytest.raises(TranscriptError, match="cannot be read") as e:
+        import_file(MemorySessionStore(), truncated)
+    store_file = tmp_path / "store.db"
+    SessionStore(store_file).close()
+    with pytest.raises(TranscriptError, match="sessiongraph store") as f:
+        import_file(MemorySessionStore(), store_file)
+    locked = tmp_path / "locked.sqlite"
+    shutil.copy(saved, locked)
+    writer = sqlite3.connect(locked, isolation_level=None)
+    try:
+        writer.execute("PRAGMA journal_mode=DELETE")
+        writer.execute("BEGIN EXCLUSIVE")
+        writer.execute("DELETE FROM writes")
+        with pytest.raises(TranscriptError, match="locked") as g:
+            import_file(MemorySessionStore(), locked)
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    for err in (e, f, g):
+        assert "Claude Code" not in str(err.value)
+
+
+def test_a_file_of_the_schema_before_task_path_imports(saved: Path, tmp_path: Path) -> None:
+    """langgraph-checkpoint-sqlite's one migration adds ``writes.task_path``; a file before it."""
+    whole = MemorySessionStore()
+    import_file(whole, saved)
+    path = _changed(
+        saved,
+        tmp_path,
+        "CREATE TABLE old AS SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx,"
+        " channel, type, value FROM writes",
+        "DROP TABLE writes",
+        "ALTER TABLE old RENAME TO writes",
+    )
+    store = MemorySessionStore()
+    report = import_file(store, path)
+    assert report.skipped == [] and report.session_ids == ["t1", "t2"]
+    assert dump(store) == dump(whole)
+    assert store.has_session("t1")

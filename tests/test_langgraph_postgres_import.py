@@ -153,3 +153,29 @@ def test_the_import_command_refuses_what_is_not_a_postgres_url(tmp_path: Path) -
     assert got.stderr.strip().splitlines() == [
         "error: --langgraph: 'checkpoints.sqlite' is not a postgresql:// URL"
     ]
+
+
+_DAMAGED = {
+    "a checkpoint that is a JSON array": "checkpoint = '[1]'::jsonb",
+    "channel versions that are a string": (
+        "checkpoint = jsonb_set(checkpoint, '{channel_versions}', '\"x\"')"
+    ),
+    "channel values that are a list": "checkpoint = jsonb_set(checkpoint, '{channel_values}', '[1]')",
+    "metadata that is a JSON array": "metadata = '[1, 2]'::jsonb",
+}
+
+
+@pytest.mark.parametrize("change", list(_DAMAGED.values()), ids=list(_DAMAGED))
+def test_a_damaged_checkpoint_row_is_skipped_and_reported(
+    run: dict[str, Any], tmp_path: Path, change: str
+) -> None:
+    """Before, the first two failed the whole import with a bare AttributeError."""
+    with psycopg.connect(run["url"], autocommit=True) as conn:
+        conn.execute(
+            f"UPDATE checkpoints SET {change} WHERE checkpoint_id = (SELECT checkpoint_id FROM"
+            " checkpoints WHERE thread_id = 't2' ORDER BY checkpoint_id DESC LIMIT 1)"
+        )
+    store = SessionStore(tmp_path / "imported.db")
+    report = import_postgres(store, run["url"])
+    assert len(report.skipped) == 1 and "checkpoint" in report.skipped[0][1]
+    assert "t1" in report.session_ids

@@ -483,6 +483,39 @@ def test_a_thread_id_taken_by_another_session_is_refused_and_nothing_is_stored(
     assert store.stats("taken").nodes == 0
 
 
+@pytest.mark.parametrize(
+    "thread, ns",
+    [("", ""), ("t\ud800", ""), ("t", "sub:\udfff")],
+    ids=["empty thread", "surrogate in the thread", "surrogate in the namespace"],
+)
+def test_a_thread_or_namespace_no_session_can_be_named_by_is_refused_naming_it(
+    thread: str, ns: str
+) -> None:
+    """Before: "unknown session ''" for an empty thread id, a bare UnicodeEncodeError otherwise."""
+    from langgraph.checkpoint.conformance.test_utils import generate_checkpoint
+
+    from graph import InvalidWriteError
+
+    store = SessionStore()
+    saver = SessionGraphSaver(store)
+    config = {"configurable": {"thread_id": thread, "checkpoint_ns": ns}}
+    with pytest.raises(InvalidWriteError, match="thread_id|checkpoint_ns"):
+        saver.put(config, generate_checkpoint(), {"source": "input", "step": -1}, {})
+    assert store.sessions() == []
+
+
+def test_reads_of_a_key_with_a_lone_surrogate_find_nothing() -> None:
+    """Nothing can be stored under such a key, so nothing is found (before: UnicodeEncodeError)."""
+    saver = SessionGraphSaver(SessionStore())
+    odd: Any = {"configurable": {"thread_id": "t\ud800", "checkpoint_ns": ""}}
+    by_id: Any = {
+        "configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "\udfff"}
+    }
+    assert saver.get_tuple(odd) is None and saver.get_tuple(by_id) is None
+    assert list(saver.list(odd)) == [] and list(saver.list(by_id)) == []
+    saver.delete_thread("t\ud800")
+
+
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"], indirect=True)
 def test_a_database_failure_in_the_payload_tables_is_a_store_error(backend: _Backend) -> None:
     from langgraph.checkpoint.conformance.test_utils import generate_checkpoint

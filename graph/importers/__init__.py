@@ -72,8 +72,9 @@ def detect_format(path: Path) -> str:
         ``"claude-code"``, ``"pi"``, ``"codex"``, ``"bundle"`` or ``"langgraph"``.
 
     Raises:
-        TranscriptError: no entry of the first lines looks like any of them, or the path is not
-            a regular file (a pipe or device).
+        TranscriptError: no entry of the first lines looks like any of them, the path is not
+            a regular file (a pipe or device), or it is an SQLite file that is no ``SqliteSaver``
+            database (the reason says what it is: locked, unreadable, a sessiongraph store).
         OSError: the file cannot be read.
     """
     path = Path(path)
@@ -82,6 +83,9 @@ def detect_format(path: Path) -> str:
         return "bundle"
     if langgraph.is_checkpoint_db(path):
         return "langgraph"
+    fault = langgraph.sqlite_fault(path)
+    if fault is not None:
+        raise TranscriptError(path, fault)
     claude = pi_entries = False
     with path.open("rb") as f:
         for i, raw in zip(range(50), f, strict=False):

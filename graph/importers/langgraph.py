@@ -41,7 +41,14 @@ from graph.importers._common import file_import
 from graph.importers.report import FileReport, TranscriptError
 from graph.store.base import BaseStore
 
-__all__ = ["FORMAT", "import_file", "import_postgres", "is_checkpoint_db", "postgres_label"]
+__all__ = [
+    "FORMAT",
+    "import_file",
+    "import_postgres",
+    "is_checkpoint_db",
+    "postgres_label",
+    "sqlite_fault",
+]
 
 FORMAT = "langgraph"
 """The format name :func:`graph.importers.detect_format` gives a LangGraph checkpoint database."""
@@ -53,22 +60,51 @@ def _connect(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True)
 
 
+def _tables(path: Path) -> set[str] | None:
+    """The tables of an SQLite file, or None when ``path`` is no SQLite file.
+
+    Raises:
+        OSError: the file cannot be read.
+        sqlite3.Error: it starts as an SQLite file and SQLite cannot read it.
+    """
+    with Path(path).open("rb") as f:
+        if f.read(16) != _MAGIC:
+            return None
+    conn = _connect(Path(path))
+    try:
+        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    finally:
+        conn.close()
+
+
 def is_checkpoint_db(path: Path) -> bool:
     """Whether ``path`` is an SQLite file with ``SqliteSaver``'s ``checkpoints`` and ``writes`` tables."""
     try:
-        with Path(path).open("rb") as f:
-            if f.read(16) != _MAGIC:
-                return False
-        conn = _connect(Path(path))
-        try:
-            names = {
-                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
-            }
-        finally:
-            conn.close()
+        names = _tables(path)
     except (OSError, sqlite3.Error):
         return False
-    return {"checkpoints", "writes"} <= names
+    return names is not None and {"checkpoints", "writes"} <= names
+
+
+def sqlite_fault(path: Path) -> str | None:
+    """Why an SQLite file is no ``SqliteSaver`` database to import; None when it is one or no SQLite file.
+
+    So that format detection names an SQLite file for what it is (locked, unreadable, a
+    sessiongraph store, another database) rather than as no transcript.
+    """
+    try:
+        names = _tables(path)
+    except OSError:
+        return None  # the caller's own reading says why
+    except sqlite3.Error as e:
+        if "locked" in str(e):  # a saver writing it without WAL holds readers out
+            return f"an SQLite database locked by a writer (a saver at work?): {e}; try again"
+        return f"an SQLite database that cannot be read (truncated or damaged?): {e}"
+    if names is None or {"checkpoints", "writes"} <= names:
+        return None
+    if {"sessions", "nodes"} <= names:
+        return "a sessiongraph store, not a LangGraph SqliteSaver database (open it with --db)"
+    return "an SQLite database without LangGraph SqliteSaver's checkpoints and writes tables"
 
 
 def import_file(store: BaseStore, path: Path) -> FileReport:
@@ -77,10 +113,12 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
     Returns:
         The file's report: one session id per thread and namespace, nodes added; a checkpoint whose
         payload cannot be decoded (a type tag the serializer does not know, metadata that is no JSON
-        object) is left out and listed in ``skipped`` as (row number, reason), and so is a pending
-        write whose index is no integer or whose value is no blob (its row number in ``writes``,
-        the reason saying "pending write"). A checkpoint whose parent is in neither the file nor
-        the store is listed in ``dangling`` as (node id, the parent's node id), and one that is
+        object) or is no checkpoint of its row's id, or whose row has no ``thread_id``, is left out
+        and listed in ``skipped`` as (row number, reason), and so is a pending write whose index is
+        no integer, whose value is no blob or that lacks its task, channel or type tag (its row
+        number in ``writes``, the reason saying "pending write"). Payload columns are read as
+        their bytes whatever their storage class. A checkpoint whose parent is in neither the file nor
+        the store (or was left out) is listed in ``dangling`` as (node id, the parent's node id), and one that is
         its own parent in ``relinked``: the saver stores each as a root.
 
     Raises:
@@ -99,15 +137,17 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
         conn = _connect(path)
         try:
             checkpoints = conn.execute(
+                # the payloads as their bytes: a column of text that is no UTF-8 fails a row,
+                # not the whole file
                 "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type,"
-                " checkpoint, metadata FROM checkpoints ORDER BY checkpoint_id, thread_id,"
-                " checkpoint_ns"
+                " CAST(checkpoint AS BLOB), CAST(metadata AS BLOB) FROM checkpoints"
+                " ORDER BY checkpoint_id, thread_id, checkpoint_ns"
             ).fetchall()
             cols = {r[1] for r in conn.execute("PRAGMA table_info(writes)")}
             task_path = "task_path" if "task_path" in cols else "''"
             writes = conn.execute(
                 f"SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, {task_path}, idx,"
-                " channel, type, value FROM writes ORDER BY thread_id, checkpoint_ns,"
+                " channel, type, CAST(value AS BLOB) FROM writes ORDER BY thread_id, checkpoint_ns,"
                 " checkpoint_id, task_id, idx"
             ).fetchall()
         finally:
@@ -125,11 +165,18 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
         with store.atomic():
             for number, (thread, ns, _cid, parent, type_, blob, meta) in enumerate(checkpoints, 1):
                 try:
+                    if thread is None:
+                        raise ValueError("no thread_id")
                     metadata: Any = orjson.loads(meta) if meta else {}
                     if not isinstance(metadata, dict):
                         raise ValueError(f"metadata is no JSON object ({type(metadata).__name__})")
                     report.nodes_added += saver.put_stored(
-                        str(thread), ns or "", parent, (type_, bytes(blob)), cast(Any, metadata)
+                        str(thread),
+                        ns or "",
+                        parent,
+                        (type_, bytes(blob)),
+                        cast(Any, metadata),
+                        checkpoint_id=_cid,
                     )
                 # (the serializer raises NotImplementedError for a type tag it does not know)
                 except (ValueError, TypeError, NotImplementedError, orjson.JSONDecodeError) as e:
@@ -143,13 +190,10 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
             for number, (thread, ns, cid, task, tpath, idx, channel, type_, value) in enumerate(
                 writes, 1
             ):
-                if not isinstance(idx, int) or not isinstance(value, bytes):
+                fault = _write_fault(task, idx, channel, type_, value)
+                if fault:
                     report.skipped.append(
-                        (
-                            number,
-                            f"pending write {number} (checkpoint {cid}, task {task}): "
-                            f"index {idx!r} is no integer or its value is no blob",
-                        )
+                        (number, f"pending write {number} (checkpoint {cid}, task {task}): {fault}")
                     )
                     continue
                 grouped.setdefault((str(thread), ns or "", cid), []).append(
@@ -160,6 +204,15 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
     return report
 
 
+def _write_fault(task: Any, idx: Any, channel: Any, type_: Any, value: Any) -> str | None:
+    """Why a ``writes`` row is no pending write ``SqliteSaver`` could read back, or None."""
+    if not isinstance(idx, int) or not isinstance(value, bytes):
+        return f"index {idx!r} is no integer or its value is no blob"
+    if task is None or not isinstance(channel, str) or not isinstance(type_, str):
+        return f"task {task!r}, channel {channel!r} or type tag {type_!r} missing"
+    return None
+
+
 def _report_links(
     store: BaseStore, checkpoints: list[tuple[str, str, str, str | None]], report: FileReport
 ) -> None:
@@ -168,16 +221,22 @@ def _report_links(
     ``checkpoints`` holds ``(thread, namespace, checkpoint id, parent id)`` per row, in row order.
     A checkpoint that is its own parent goes to ``report.relinked`` (row number, node id, why); one
     whose parent is neither in the database nor stored (a row deleted, a database pruned) goes to
-    ``report.dangling`` as (node id, the parent's node id). A checkpoint's node id is
-    ``<session>/<checkpoint id>``.
+    ``report.dangling`` as (node id, the parent's node id), and so does one whose parent's row was
+    left out (in ``report.skipped`` already, which holds only checkpoint rows when this runs). A
+    checkpoint's node id is ``<session>/<checkpoint id>``.
     """
     from graph.checkpoint import session_id_of
 
-    held = {(thread, ns, cid) for thread, ns, cid, _ in checkpoints}
+    left_out = {number for number, _ in report.skipped}
+    held = {
+        (thread, ns, cid)
+        for number, (thread, ns, cid, _) in enumerate(checkpoints, 1)
+        if number not in left_out
+    }
     missing: dict[str, str] = {}
     for number, (thread, ns, cid, parent) in enumerate(checkpoints, 1):
         sid = session_id_of(thread, ns)
-        if not parent:
+        if not parent or number in left_out:
             continue
         if parent == cid:
             report.relinked.append(
@@ -231,7 +290,8 @@ def import_postgres(store: BaseStore, url: str) -> FileReport:
         The database's report (its path is the URL as given, without a password, a ``str``:
         ``Path`` would fold its ``//``): one session id per thread
         and namespace, nodes added; a checkpoint that cannot be put back together (a blob LangGraph's
-        serializer cannot decode) is left out and listed in ``skipped`` as (row number, reason).
+        serializer cannot decode, a row whose checkpoint, channel values or versions or metadata are
+        no JSON objects) is left out and listed in ``skipped`` as (row number, reason).
 
     Raises:
         TranscriptError: the database cannot be read, lacks ``PostgresSaver``'s tables, or an extra
@@ -286,12 +346,17 @@ def import_postgres(store: BaseStore, url: str) -> FileReport:
             for number, (thread, ns, cid, parent, cp, meta) in enumerate(checkpoints, 1):
                 try:
                     checkpoint = _assembled(saver, blobs, str(thread), ns or "", cp)
+                    report.nodes_added += saver.put_checkpoint(
+                        str(thread),
+                        ns or "",
+                        parent,
+                        checkpoint,
+                        cast(Any, dict(meta or {})),
+                        checkpoint_id=cid,
+                    )
                 except (ValueError, TypeError, KeyError) as e:
                     report.skipped.append((number, f"checkpoint {cid}: {e}"))
                     continue
-                report.nodes_added += saver.put_checkpoint(
-                    str(thread), ns or "", parent, checkpoint, cast(Any, dict(meta or {}))
-                )
                 sid = session_id_of(str(thread), ns or "")
                 if sid not in report.session_ids:
                     report.session_ids.append(sid)
@@ -316,10 +381,17 @@ def _assembled(
     """The checkpoint ``PostgresSaver`` reads: each channel's blob at its version over the inline values.
 
     Raises:
-        ValueError: a blob that LangGraph's serializer cannot decode.
+        ValueError: a blob that LangGraph's serializer cannot decode, or a stored checkpoint whose
+            channel values or versions are no JSON objects.
     """
-    values = dict(stored.get("channel_values") or {})
-    for channel, version in (stored.get("channel_versions") or {}).items():
+    if not isinstance(stored, dict):
+        raise ValueError(f"the checkpoint is no JSON object (a {type(stored).__name__})")
+    parts = {k: stored.get(k) or {} for k in ("channel_values", "channel_versions")}
+    for name, part in parts.items():
+        if not isinstance(part, dict):
+            raise ValueError(f"its {name} are no JSON object (a {type(part).__name__})")
+    values = dict(parts["channel_values"])
+    for channel, version in parts["channel_versions"].items():
         got = blobs.get((thread, ns, channel, str(version)))
         if got is None or got[0] == "empty" or got[1] is None:
             continue
