@@ -295,9 +295,13 @@ class MessageMemo:
         Raises:
             Whatever the serializer raises for a payload it cannot decode.
         """
-        if type_ != "msgpack" or not self._plain:
+        if not self._plain:
             return self.serde.loads_typed((type_, data))
-        return ormsgpack.unpackb(data, ext_hook=self._ext, option=ormsgpack.OPT_NON_STR_KEYS)
+        if type_ == "msgpack":
+            return ormsgpack.unpackb(data, ext_hook=self._ext, option=ormsgpack.OPT_NON_STR_KEYS)
+        if type_ == "null":  # what JsonPlusSerializer writes for None (a write of no value)
+            return None
+        return self.serde.loads_typed((type_, data))
 
     def _ext(self, code: int, data: bytes) -> Any:
         if code != _EXT_PYDANTIC_V2:
