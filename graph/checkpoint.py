@@ -909,16 +909,12 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             gc.disable()
         loads = self._codec.loads
         try:
-            return CheckpointTuple(
-                config=config,
-                checkpoint=loads(row.type, row.checkpoint),
-                metadata=metadata
-                if metadata is not None
-                else loads(row.metadata_type, row.metadata),
-                parent_config=parent,
-                pending_writes=[
-                    (w.task_id, w.channel, loads(w.type, w.value)) for w in writes or ()
-                ],
+            return CheckpointTuple(  # (config, checkpoint, metadata, parent_config, pending_writes)
+                config,
+                loads(row.type, row.checkpoint),
+                metadata if metadata is not None else loads(row.metadata_type, row.metadata),
+                parent,
+                [(w.task_id, w.channel, loads(w.type, w.value)) for w in writes or ()],
             )
         except Exception as e:  # the serializer's own errors, whatever their kind
             raise _undecodable(row, e) from e
@@ -969,11 +965,12 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                 thread, ns, cid, before_id, None if filter else limit
             )
             picked: builtins.list[tuple[_Saved, Any]] = []
+            loads = self._codec.loads
             for row in rows:
                 if limit is not None and len(picked) >= limit:
                     break
                 try:
-                    meta = self._codec.loads(row.metadata_type, row.metadata)
+                    meta = loads(row.metadata_type, row.metadata)
                 except Exception as e:  # the serializer's own errors, whatever their kind
                     raise _undecodable(row, e) from e
                 if filter and any(meta.get(k) != v for k, v in filter.items()):

@@ -185,8 +185,10 @@ class _Template:
         new = _new(self.cls)
         _set(new, "__dict__", fields)
         _set(new, "__pydantic_fields_set__", self.fields_set.copy())
-        _set(new, "__pydantic_extra__", None if self.extra is None else _tree(self.extra))
-        _set(new, "__pydantic_private__", None if self.private is None else _tree(self.private))
+        extra, private = self.extra, self.private
+        # usually {} (messages allow extra fields and have none) and None (no private attributes)
+        _set(new, "__pydantic_extra__", None if extra is None else _tree(extra) if extra else {})
+        _set(new, "__pydantic_private__", None if private is None else _tree(private))
         return new
 
 
