@@ -77,6 +77,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import gc
+import operator
 import random
 import re
 import sys
@@ -224,6 +225,19 @@ def _saved(row: _Row) -> _Saved:
     )
 
 
+_IN_ORDER = operator.attrgetter("task_path", "task_id", "idx")
+"""The order LangGraph reads a checkpoint's pending writes in (task path, task, index)."""
+
+
+def _ordered(
+    by_key: dict[tuple[str, str, str], list[_Write]],
+) -> dict[tuple[str, str, str], list[_Write]]:
+    """``by_key`` with each key's writes sorted as LangGraph reads them (:data:`_IN_ORDER`)."""
+    for writes in by_key.values():
+        writes.sort(key=_IN_ORDER)
+    return by_key
+
+
 _History = tuple[tuple[_Saved, ...], dict[tuple[str, str, str], list[_Write]]]
 """The checkpoints of a list, greatest id first, and the writes of each by its key."""
 
@@ -292,6 +306,7 @@ class _Payloads:
     def writes(
         self, keys: Sequence[tuple[str, str, str]]
     ) -> dict[tuple[str, str, str], list[_Write]]:
+        """The pending writes of each key that has any, in the order LangGraph reads them."""
         raise NotImplementedError
 
     def delete(self, keys: Sequence[tuple[str, str, str]]) -> None:
@@ -593,6 +608,7 @@ class _SqlPayloads(_Payloads):
             return None
         saved = _Saved(thread, ns, row[1], row[2], row[3], bytes(row[4]), row[5], bytes(row[6]))
         writes = [_Write(w[1], w[2], w[7], w[5], w[3], bytes(w[4])) for w in got if w[0] == 1]
+        writes.sort(key=_IN_ORDER)
         return saved, writes
 
     def saved(
@@ -733,7 +749,7 @@ class _SqlPayloads(_Payloads):
             k = (r[0], r[1], r[2])
             if k in wanted:
                 out.setdefault(k, []).append(_Write(r[3], r[4], r[5], r[6], r[7], bytes(r[8])))
-        return out
+        return _ordered(out)
 
     def delete(self, keys: Sequence[tuple[str, str, str]]) -> None:
         for table in ("lg_checkpoints", "lg_writes"):
@@ -827,7 +843,7 @@ class _MemoryPayloads(_Payloads):
     def writes(
         self, keys: Sequence[tuple[str, str, str]]
     ) -> dict[tuple[str, str, str], list[_Write]]:
-        return {k: list(self.pending[k].values()) for k in keys if self.pending.get(k)}
+        return _ordered({k: list(self.pending[k].values()) for k in keys if self.pending.get(k)})
 
     def delete(self, keys: Sequence[tuple[str, str, str]]) -> None:
         for k in keys:
@@ -1039,7 +1055,6 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                     "checkpoint_id": row.parent_id,
                 }
             }
-        pending = sorted(writes or (), key=lambda w: (w.task_path, w.task_id, w.idx))
         # A state of many messages is thousands of new objects. Collections triggered while they
         # are made would scan everything the caller already holds (a list() kept whole: every
         # earlier tuple's messages): 0.9 s of a 1.1 s list of 500 checkpoints. Paused here, the
@@ -1049,14 +1064,12 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             gc.disable()
         loads = self._codec.loads
         try:
-            return CheckpointTuple(
-                config=config,
-                checkpoint=loads(row.type, row.checkpoint),
-                metadata=metadata
-                if metadata is not None
-                else loads(row.metadata_type, row.metadata),
-                parent_config=parent,
-                pending_writes=[(w.task_id, w.channel, loads(w.type, w.value)) for w in pending],
+            return CheckpointTuple(  # (config, checkpoint, metadata, parent_config, pending_writes)
+                config,
+                loads(row.type, row.checkpoint),
+                metadata if metadata is not None else loads(row.metadata_type, row.metadata),
+                parent,
+                [(w.task_id, w.channel, loads(w.type, w.value)) for w in writes or ()],
             )
         except Exception as e:  # the serializer's own errors, whatever their kind
             raise _undecodable(row, e) from e
@@ -1111,11 +1124,12 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                 thread, ns, cid, before_id, None if filter else limit
             )
             picked: builtins.list[tuple[_Saved, Any]] = []
+            loads = self._codec.loads
             for row in rows:
                 if limit is not None and len(picked) >= limit:
                     break
                 try:
-                    meta = self._codec.loads(row.metadata_type, row.metadata)
+                    meta = loads(row.metadata_type, row.metadata)
                 except Exception as e:  # the serializer's own errors, whatever their kind
                     raise _undecodable(row, e) from e
                 if filter and any(meta.get(k) != v for k, v in filter.items()):

@@ -185,8 +185,10 @@ class _Template:
         new = _new(self.cls)
         _set(new, "__dict__", fields)
         _set(new, "__pydantic_fields_set__", self.fields_set.copy())
-        _set(new, "__pydantic_extra__", None if self.extra is None else _tree(self.extra))
-        _set(new, "__pydantic_private__", None if self.private is None else _tree(self.private))
+        extra, private = self.extra, self.private
+        # usually {} (messages allow extra fields and have none) and None (no private attributes)
+        _set(new, "__pydantic_extra__", None if extra is None else _tree(extra) if extra else {})
+        _set(new, "__pydantic_private__", None if private is None else _tree(private))
         return new
 
 
@@ -295,9 +297,13 @@ class MessageMemo:
         Raises:
             Whatever the serializer raises for a payload it cannot decode.
         """
-        if type_ != "msgpack" or not self._plain:
+        if not self._plain:
             return self.serde.loads_typed((type_, data))
-        return ormsgpack.unpackb(data, ext_hook=self._ext, option=ormsgpack.OPT_NON_STR_KEYS)
+        if type_ == "msgpack":
+            return ormsgpack.unpackb(data, ext_hook=self._ext, option=ormsgpack.OPT_NON_STR_KEYS)
+        if type_ == "null":  # what JsonPlusSerializer writes for None (a write of no value)
+            return None
+        return self.serde.loads_typed((type_, data))
 
     def _ext(self, code: int, data: bytes) -> Any:
         if code != _EXT_PYDANTIC_V2:

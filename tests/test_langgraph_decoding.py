@@ -107,6 +107,7 @@ def test_no_two_reads_share_a_mutable_part() -> None:
     # flat fields (empty or of plain values: copied one level) beside nested ones (copied deep)
     messages = [
         *_messages(),
+        HumanMessage("with an extra field", id="h6", origin={"via": ["mail"]}),
         AIMessage("plain", id="a4", response_metadata={"model": "m"}),
         HumanMessage(["just", "strings"], id="h5"),
     ]

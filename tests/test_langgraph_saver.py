@@ -17,7 +17,7 @@ pytest.importorskip("langgraph.checkpoint.sqlite", reason="langgraph-checkpoint-
 
 from conftest import postgres_url  # noqa: E402
 from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage  # noqa: E402
-from langgraph.checkpoint.base import BaseCheckpointSaver  # noqa: E402
+from langgraph.checkpoint.base import BaseCheckpointSaver, empty_checkpoint  # noqa: E402
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 from langgraph.graph.message import add_messages  # noqa: E402
@@ -355,6 +355,30 @@ def test_delete_thread_deletes_its_sessions(backend: _Backend) -> None:
     assert store.session("b").head is not None
     _turn(app, {"configurable": {"thread_id": "a"}}, "again", "h2")  # the id is free again
     assert _texts(store.pending("a", "memory", "ws"))[0] == "again"
+
+
+@pytest.mark.parametrize("backend", BACKENDS, indirect=True)
+def test_pending_writes_read_in_task_path_order_whatever_order_they_were_put(
+    backend: _Backend,
+) -> None:
+    """LangGraph applies a checkpoint's writes in (task_path, task_id, idx) order (PostgresSaver's
+    ORDER BY): the order the tasks ran in, which their random task ids do not follow."""
+    saver = SessionGraphSaver(backend.open())
+    cp: Any = empty_checkpoint()
+    stored = saver.put({"configurable": {"thread_id": "w", "checkpoint_ns": ""}}, cp, {}, {})
+    # put as tasks finish: the last task path first, its task id first in id order too
+    saver.put_writes(stored, [("x", 1), ("y", 2)], "task-a", "~3")
+    saver.put_writes(stored, [("x", 3)], "task-c", "~1")
+    saver.put_writes(stored, [("x", 4), ("y", 5)], "task-b", "~2")
+    want = [("task-c", "x", 3), ("task-b", "x", 4), ("task-b", "y", 5)]
+    want += [("task-a", "x", 1), ("task-a", "y", 2)]
+    for _ in range(2):  # read from the tables, then (SQLite) from what the first read kept
+        got = saver.get_tuple(stored)
+        assert got is not None and got.pending_writes == want
+        (listed,) = saver.list({"configurable": {"thread_id": "w"}})
+        assert listed.pending_writes == want
+        latest = saver.get_tuple({"configurable": {"thread_id": "w", "checkpoint_ns": ""}})
+        assert latest is not None and latest.pending_writes == want
 
 
 def test_prune_keeps_the_nodes_and_the_latest_checkpoint(tmp_path: Path) -> None:

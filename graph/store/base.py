@@ -1151,7 +1151,15 @@ class BaseStore(ABC):
             UnknownNodeError: ``head`` is not a node of the session.
         """
         batch = list(nodes)
-        with paused_gc(len(batch) >= _GC_PAUSE_AT), self.atomic():
+        if len(batch) < _GC_PAUSE_AT:  # (most calls: a turn, a checkpoint; no pause to enter)
+            return self._add_batch(session_id, batch, head)
+        with paused_gc():
+            return self._add_batch(session_id, batch, head)
+
+    def _add_batch(
+        self, session_id: str, batch: list[Node], head: str | None | _Head
+    ) -> list[Node]:
+        with self.atomic():
             self._note_changes()
             if session_id in self._cache or any(n.covers for n in batch):
                 return self._add(self._index(session_id), batch, head=head, fresh=False)

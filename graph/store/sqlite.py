@@ -25,7 +25,6 @@ import sqlite3
 import sys
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
-from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -491,8 +490,7 @@ class SessionStore(BaseStore):
 
     # ---------------------------------------------------------------- transactions
 
-    @contextmanager
-    def atomic(self) -> Iterator[None]:
+    def atomic(self) -> _Transaction:
         """Open a transaction (``BEGIN IMMEDIATE``), or a savepoint inside an open one.
 
         A caller's own open transaction on :attr:`conn` is never committed here: the store nests a
@@ -501,40 +499,7 @@ class SessionStore(BaseStore):
         Raises:
             StoreError: the database is locked past the timeout, or another sqlite3 failure.
         """
-        outer = self._depth == 0 and not self.conn.in_transaction
-        name = f"sg_{self._depth}"
-        with _translated():
-            self.conn.execute("BEGIN IMMEDIATE" if outer else f"SAVEPOINT {name}")
-        self._depth += 1
-        try:
-            yield
-        except BaseException:
-            self._depth -= 1
-            # SQLite may have rolled the whole transaction back itself (a full disk, SQLITE_FULL,
-            # and an interrupt do): then there is nothing to roll back, and trying would replace
-            # the error that says what happened.
-            with _translated():
-                if not self.conn.in_transaction:
-                    pass
-                elif outer:
-                    self.conn.execute("ROLLBACK")
-                else:
-                    self.conn.execute(f"ROLLBACK TO {name}")
-                    self.conn.execute(f"RELEASE {name}")
-            self._forget()
-            raise
-        self._depth -= 1
-        try:
-            with _translated():
-                if outer:
-                    self._commit()
-                else:
-                    self.conn.execute(f"RELEASE {name}")
-        except StoreError:
-            if outer and self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
-            self._forget()
-            raise
+        return _Transaction(self)
 
     def _commit(self) -> None:
         """``COMMIT`` the outer transaction, and record its own commit as seen when that is certain.
@@ -1301,3 +1266,60 @@ _INSERT_NODE = (
 def _chunks(ids: Sequence[str], size: int = _IDS_PER_QUERY) -> Iterator[list[str]]:
     for i in range(0, len(ids), size):
         yield list(ids[i : i + size])
+
+
+class _Transaction:
+    """What :meth:`SessionStore.atomic` returns: one transaction, or a savepoint inside one.
+
+    A class rather than a generator context manager: every put of a checkpoint opens two and every
+    append one, and this costs a third as much (about 1.5 µs against 5 µs).
+    """
+
+    __slots__ = ("name", "outer", "store")
+
+    def __init__(self, store: SessionStore) -> None:
+        self.store = store
+        self.outer = False
+        self.name = ""
+
+    def __enter__(self) -> None:
+        store = self.store
+        conn = store.conn
+        self.outer = outer = store._depth == 0 and not conn.in_transaction
+        self.name = name = f"sg_{store._depth}"
+        try:
+            conn.execute("BEGIN IMMEDIATE" if outer else f"SAVEPOINT {name}")
+        except sqlite3.Error as e:
+            raise _store_error(e) from e
+        store._depth += 1
+
+    def __exit__(self, kind: object, e: BaseException | None, tb: object) -> None:
+        store = self.store
+        conn = store.conn
+        outer, name = self.outer, self.name
+        store._depth -= 1
+        if e is not None:
+            # SQLite may have rolled the whole transaction back itself (a full disk, SQLITE_FULL,
+            # and an interrupt do): then there is nothing to roll back, and trying would replace
+            # the error that says what happened.
+            with _translated():
+                if not conn.in_transaction:
+                    pass
+                elif outer:
+                    conn.execute("ROLLBACK")
+                else:
+                    conn.execute(f"ROLLBACK TO {name}")
+                    conn.execute(f"RELEASE {name}")
+            store._forget()
+            return  # the block's exception propagates
+        try:
+            with _translated():
+                if outer:
+                    store._commit()
+                else:
+                    conn.execute(f"RELEASE {name}")
+        except StoreError:
+            if outer and conn.in_transaction:
+                conn.execute("ROLLBACK")
+            store._forget()
+            raise
