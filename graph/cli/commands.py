@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -78,6 +78,7 @@ __all__ = [
     "node_preview",
     "open_store",
     "parse_since",
+    "pending_table",
     "render_tree",
     "resolve_node",
     "resolve_session",
@@ -451,8 +452,6 @@ def pending(
 
     Example: sessiongraph pending SESSION --provider memory --value MY-WORKSPACE --tips
     """
-    from rich.table import Table
-
     _not_empty("--provider", provider)
     _not_empty("--value", value)
     store = open_store(ctx)
@@ -481,20 +480,58 @@ def pending(
         return
     names = {n: n for n in store.index(s.id).pred} if full else short_forms(store.index(s.id).pred)
     out = _console()
+    shown = False
     for tip, ids in groups:
         where = names.get(tip, tip) if tip else "(empty session)"
-        table = Table(
-            title=f"pending for {markup(provider)}={markup(value)} at {markup(where)}",
-            title_justify="left",
+        if tip is not None and tip == s.head:
+            where += " (the head)"
+        pending_table(out, provider, value, where, store.iter_nodes(s.id, ids), names, full)
+        shown = True
+    if not shown:  # --tips yields only the tips that owe something
+        out.print(
+            f"nothing pending for {markup(provider)}={markup(value)} at any live tip of "
+            f"{markup(s.id)}"
         )
-        table.add_column("#", justify="right", no_wrap=True, min_width=len(str(len(ids))))
-        id_column(table, "node", [names[n] for n in ids], full)
-        table.add_column("role", no_wrap=True, min_width=9)
-        table.add_column("text", ratio=1, min_width=20)
-        for i, n in enumerate(store.iter_nodes(s.id, ids), 1):
-            table.add_row(str(i), markup(names[n.id]), n.role.value, markup(node_preview(n, 80)))
-        out.print(table)
-        out.print(f"{len(ids)} pending")
+
+
+def pending_table(
+    out: Any,
+    provider: str,
+    value: str,
+    where: str,
+    nodes: Iterable[Node],
+    names: Mapping[str, str],
+    full: bool,
+) -> None:
+    """Print the pending ``nodes`` of one tip as a table and a count, or one line when there are none.
+
+    Args:
+        out: A rich console.
+        provider: The consumer's provider, for the title.
+        value: The consumer's value, for the title.
+        where: The tip as shown (its short id, and whether it is the head).
+        nodes: The pending nodes, oldest first.
+        names: Node id to the form shown (short or whole).
+        full: Whole ids (folded, never cut) instead of short ones.
+    """
+    from rich.table import Table
+
+    rows = list(nodes)
+    if not rows:
+        out.print(f"nothing pending for {markup(provider)}={markup(value)} at {markup(where)}")
+        return
+    table = Table(
+        title=f"pending for {markup(provider)}={markup(value)} at {markup(where)}",
+        title_justify="left",
+    )
+    table.add_column("#", justify="right", no_wrap=True, min_width=len(str(len(rows))))
+    id_column(table, "node", [names[n.id] for n in rows], full)
+    table.add_column("role", no_wrap=True, min_width=9)
+    table.add_column("text", ratio=1, min_width=20)
+    for i, n in enumerate(rows, 1):
+        table.add_row(str(i), markup(names[n.id]), n.role.value, markup(node_preview(n, 80)))
+    out.print(table)
+    out.print(f"{len(rows)} pending")
 
 
 @app.command(cls=RepeatedArgumentsCommand)

@@ -381,9 +381,7 @@ def _watch(store: BaseStore, targets: list[Path], interval: float, *, json: bool
 
 
 def _show(store: BaseStore, session_id: str, provider: str, value: str) -> None:
-    from rich.table import Table
-
-    from graph.cli.commands import node_preview
+    from graph.cli.commands import pending_table
 
     console = _console()
     session = store.session(session_id)
@@ -392,18 +390,8 @@ def _show(store: BaseStore, session_id: str, provider: str, value: str) -> None:
         console.print(render_tree(store, child))
     pending = store.pending(session_id, provider, value)
     names = short_forms(store.index(session_id).pred)
-    table = Table(
-        title=f"pending for {markup(provider)}={markup(value)} at the head of {markup(session_id)}",
-        title_justify="left",
-    )
-    table.add_column("#", justify="right", no_wrap=True, min_width=len(str(len(pending))))
-    id_column(table, "node", [names[n.id] for n in pending], False)
-    table.add_column("role", no_wrap=True, min_width=9)
-    table.add_column("text", ratio=1, min_width=20)
-    for i, n in enumerate(pending, 1):
-        table.add_row(str(i), markup(names[n.id]), n.role.value, markup(node_preview(n, 80)))
-    console.print(table)
-    console.print(f"{len(pending)} pending")
+    where = f"the head of {session_id}"
+    pending_table(console, provider, value, where, pending, names, False)
 
 
 def export_command(

@@ -247,8 +247,12 @@ def list_(
             _dump([v.as_json() for v in views])
             return
         console = _console()
+        if not views:
+            where = f"topic {markup(topic)} of workspace" if topic is not None else "workspace"
+            console.print(f"no records in {where} {markup(ws.id)}", soft_wrap=True)
+            return
         console.print(_records_table(views, _record_names(ws, full), full))
-        console.print(f"{len(views)} record(s) in workspace {markup(ws.id)}")
+        console.print(f"{len(views)} record(s) in workspace {markup(ws.id)}", soft_wrap=True)
 
 
 @memory_app.command()
@@ -354,6 +358,9 @@ def search(
                     ],
                 }
             )
+            return
+        if not result.total:
+            _console().print(f"no record matches {markup(repr(result.query))}", soft_wrap=True)
             return
         names = _record_names(ws, full)
         table = Table(box=box.SIMPLE_HEAD)
@@ -576,6 +583,10 @@ def log(
                     for r in revs
                 ]
             )
+            return
+        if not revs:
+            what = f"record {markup(rid)}" if rid is not None else f"workspace {markup(ws.id)}"
+            _console().print(f"no revisions of {what} yet", soft_wrap=True)
             return
         from rich.box import SIMPLE_HEAD
         from rich.table import Table
@@ -807,6 +818,12 @@ def write(
                 for s in store.sessions(100_000)
                 if owed_ids(store, s.id, ws.id) and not is_abandoned(store, s)
             ]
+        if not ids:
+            say(
+                _console(),
+                f"nothing pending for workspace {markup(ws.id)}; {len(ws.records())} record(s)",
+            )
+            return
         names = session_short_forms(store)
         pipeline = WritePipeline(ws, store, writer)
         failed = 0

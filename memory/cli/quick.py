@@ -475,6 +475,9 @@ def show_status(ws: MemoryWorkspace, store: BaseStore, *, full: bool, json: bool
         for sid, title, n in st.pending:
             pend.add_row(markup(sid if full else names.get(sid, sid)), str(n), markup(title))
         console.print(pend)
+    if not st.pending:
+        console.print(f"nothing pending for workspace {st.workspace_id}", soft_wrap=True)
+        return
     console.print(
         f"{sum(n for *_, n in st.pending)} pending turn(s) in {len(st.pending)} session(s)"
     )
