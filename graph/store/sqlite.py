@@ -916,6 +916,20 @@ class SessionStore(BaseStore):
                 (spawned_from, parent_session, *self._origin(meta, parent_session), session_id),
             )
 
+    def _db_set_node_metadata(self, session_id: str, node_id: str, metadata: bytes) -> None:
+        with _translated():
+            self.conn.execute(
+                "UPDATE nodes SET metadata=? WHERE id=? AND session_id=?",
+                (metadata, node_id, session_id),
+            )
+            # A refresh reads only rows added since (by seq), so another connection would keep its
+            # decoded model: counted as a deletion, its next refresh builds the index anew (rare:
+            # only link_spawn rewrites a row).
+            self.conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('deletions', '1') ON CONFLICT (key)"
+                " DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+            )
+
     def _db_update_session(self, session_id: str, head: str | None, updated_at: int | None) -> int:
         with _translated():
             if updated_at is None:
