@@ -147,7 +147,10 @@ def _problems(report: ImportReport, verbose: bool) -> None:
     for fr in report.files:
         where = markup(str(fr.path))
         if fr.error:
-            err.print(f"[red]failed[/] {where}: {markup(fr.error)} (nothing of it was stored)")
+            err.print(
+                f"[red]failed[/] {where}: {markup(fr.error)} (nothing of it was stored)",
+                soft_wrap=True,
+            )
         for line, reason in fr.skipped:
             lines.append(f"[yellow]skipped[/] {where}:{line}: {markup(reason)}")
         for line, what in fr.repaired:
@@ -385,9 +388,9 @@ def _show(store: BaseStore, session_id: str, provider: str, value: str) -> None:
 
     console = _console()
     session = store.session(session_id)
-    console.print(render_tree(store, session))
+    console.print(render_tree(store, session), crop=False)
     for child in store.spawns(session_id):
-        console.print(render_tree(store, child))
+        console.print(render_tree(store, child), crop=False)
     pending = store.pending(session_id, provider, value)
     names = short_forms(store.index(session_id).pred)
     where = f"the head of {session_id}"

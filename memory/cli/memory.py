@@ -46,7 +46,7 @@ import typer
 
 from graph.cli.arguments import RepeatedArgumentsCommand
 from graph.cli.commands import id_column, open_store, resolve_session, session_short_forms
-from graph.terminal import dump_json, markup, say, settings, short_forms
+from graph.terminal import dump_json, markup, print_fields, say, settings, short_forms
 from memory import caps
 from memory.adding import DEFAULT_ADD_TOPIC  # the workspace's modules: every command opens one
 from memory.caps import CapExceeded
@@ -258,8 +258,6 @@ def list_(
 @memory_app.command()
 def show(ctx: typer.Context, record: _RECORD, json: _JSON = False) -> None:
     """Show one record: place, content, tags, times and every citation (whole ids)."""
-    from rich.table import Table
-
     from memory.reading import record_view
 
     with _errors():
@@ -268,8 +266,7 @@ def show(ctx: typer.Context, record: _RECORD, json: _JSON = False) -> None:
             _dump(v.as_json())
             return
         r = v.record
-        table = Table(show_header=False, box=None)
-        for key, value in (
+        rows = [
             ("record", r.id),
             ("topic", r.topic),
             ("headings", " / ".join(r.headings)),
@@ -279,11 +276,9 @@ def show(ctx: typer.Context, record: _RECORD, json: _JSON = False) -> None:
             ("created", when(r.created_at)),
             ("updated", when(r.updated_at)),
             ("content", r.content),
-        ):
-            if value:
-                table.add_row(f"[bold]{key}[/]", markup(value))
+        ]
         console = _console()
-        console.print(table)
+        print_fields(console, [(key, markup(value)) for key, value in rows])
         for n, c in enumerate(v.citations, 1):
             # A hand-saved record's bare snippet citation names no session, node or speaker.
             origin = ", ".join(
@@ -414,7 +409,7 @@ def delete(
                 + markup(_again(ctx, "undo", rid))
             )
         else:
-            console.print(f"deleted {markup(rid)} for good")
+            console.print(f"deleted {markup(rid)} for good", soft_wrap=True)
 
 
 @memory_app.command()
@@ -634,7 +629,7 @@ def diff(
             _console().print("no differences")
         for rid, what, a, b, lines in entries:
             where = (b or a or {}).get("topic", "")
-            _console().print(f"{what} {rid} ({markup(where)})")
+            _console().print(f"{what} {rid} ({markup(where)})", soft_wrap=True)
             for line in lines[2:]:
                 _console().print("  " + markup(line), highlight=False)
 
@@ -837,7 +832,9 @@ def write(
                 if failure is None:
                     ws.set_watch_status(sid, stamp, "done", "")
                     if not settings.quiet:
-                        bar.console.print(f"{markup(sid)}: wrote {owed} pending turn(s)")
+                        bar.console.print(
+                            f"{markup(sid)}: wrote {owed} pending turn(s)", soft_wrap=True
+                        )
                 else:
                     failed += 1
                     if not failure.retryable:
@@ -845,7 +842,8 @@ def write(
                     bar.console.print(
                         f"{markup(sid)}: [red]{failure.reason.value}[/] "
                         f"({'retryable' if failure.retryable else 'not retryable'}): "
-                        f"{markup(failure.detail)}"
+                        f"{markup(failure.detail)}",
+                        soft_wrap=True,
                     )
                 bar.advance(task)
         say(
