@@ -35,6 +35,7 @@ import orjson
 from graph.codec import decode, decode_content, encode
 from graph.errors import (
     DuplicateSessionError,
+    ForeignDatabaseError,
     SchemaVersionError,
     StoreBusyError,
     StoreError,
@@ -390,6 +391,7 @@ class SessionStore(BaseStore):
         StoreError: the file cannot be opened or is not a database.
         StoreBusyError: the file must be created or migrated and another process holds the lock.
         SchemaVersionError: the file was written by a newer version.
+        ForeignDatabaseError: the file is another application's database (tables, no store).
     """
 
     def __init__(
@@ -454,6 +456,16 @@ class SessionStore(BaseStore):
             version = self._read_version()  # again, under the lock: another process may have won
             if version > SCHEMA_VERSION:
                 raise SchemaVersionError(SCHEMA_VERSION, version)
+            if version == 0:
+                others = [
+                    name
+                    for (name,) in self.conn.execute(
+                        "SELECT name FROM sqlite_master WHERE type='table'"
+                        " AND name NOT LIKE 'sqlite_%' ORDER BY name"
+                    )
+                ]
+                if others:
+                    raise ForeignDatabaseError(others)
             # sqlite-utils only builds the schema: a current file is opened without importing it.
             import sqlite_utils
 
