@@ -7,8 +7,10 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 
 from graph import SessionStore
+from tests.clikit import console
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "claude-code-session.jsonl"
@@ -60,3 +62,15 @@ def test_damaged_lines_are_reported_with_file_and_line(tmp_path: Path) -> None:
 def test_no_path_and_no_default_location_fails_cleanly(tmp_path: Path) -> None:
     got = run("--db", str(tmp_path / "x.db"), "import")
     assert got.returncode == 1 and "no PATH given" in got.stderr
+
+
+def test_a_failed_file_is_one_line_even_when_the_driver_says_more(tmp_path: Path) -> None:
+    """A refused connection to a LangGraph PostgresSaver database printed libpq's two lines."""
+    pytest.importorskip("psycopg")
+    done = console(
+        "--db", str(tmp_path / "s.db"), "import", "--langgraph", "postgresql://nobody@127.0.0.1:1/x"
+    )
+    assert done.returncode == 1
+    failed = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert failed[0].startswith("failed postgresql://nobody@127.0.0.1:1/x: ")
+    assert failed[0].endswith("(nothing of it was stored)") and len(failed) == 1, done.stderr

@@ -337,7 +337,7 @@ class SessionTree:
         from rich.segment import Segment
         from rich.text import Text
 
-        head = Text.from_markup(self.header)
+        head = Text.from_markup(self.header, emoji=False)  # transcript text, shown as written
         wide = options.update(width=max(options.max_width, head.cell_len), no_wrap=True)
         yield from console.render(head, wide)
         for line in console.render_lines(self.tree, options, pad=False)[1:]:

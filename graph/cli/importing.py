@@ -147,8 +147,10 @@ def _problems(report: ImportReport, verbose: bool) -> None:
     for fr in report.files:
         where = markup(str(fr.path))
         if fr.error:
+            # On one line: a driver's message (a refused connection) spans several.
+            why = " ".join(fr.error.split())
             err.print(
-                f"[red]failed[/] {where}: {markup(fr.error)} (nothing of it was stored)",
+                f"[red]failed[/] {where}: {markup(why)} (nothing of it was stored)",
                 soft_wrap=True,
             )
         for line, reason in fr.skipped:
