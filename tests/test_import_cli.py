@@ -74,3 +74,23 @@ def test_a_failed_file_is_one_line_even_when_the_driver_says_more(tmp_path: Path
     failed = [ln for ln in done.stderr.splitlines() if ln.strip()]
     assert failed[0].startswith("failed postgresql://nobody@127.0.0.1:1/x: ")
     assert failed[0].endswith("(nothing of it was stored)") and len(failed) == 1, done.stderr
+
+
+def test_export_never_writes_over_a_file_that_is_not_a_bundle(tmp_path: Path) -> None:
+    """``export -o`` naming the store itself replaced the store with the bundle: its sessions lost."""
+    db = tmp_path / "s.db"
+    assert run("--db", str(db), "import", str(EXAMPLE)).returncode == 0
+    transcript = tmp_path / "copy.jsonl"
+    transcript.write_bytes(EXAMPLE.read_bytes())
+    for target in (db, transcript):
+        before = target.read_bytes()
+        done = run("--db", str(db), "export", SID, "-o", str(target))
+        assert done.returncode == 1 and "Traceback" not in done.stderr
+        assert done.stderr.strip() == (
+            f"error: -o {target}: exists and is not a session bundle; it is left as it is"
+        )
+        assert target.read_bytes() == before
+    bundle = tmp_path / "s.sgbundle"
+    for _ in range(2):  # a bundle is written over
+        assert run("--db", str(db), "export", SID, "-o", str(bundle)).returncode == 0
+    assert SessionStore(db).session(SID).id == SID

@@ -409,14 +409,25 @@ def export_command(
 ) -> None:
     """Write SESSION as a msgpack bundle (nodes, links, markers, metadata) to the -o file.
 
-    'sessiongraph import FILE' in another store reproduces the same graph and markers.
+    'sessiongraph import FILE' in another store reproduces the same graph and markers. An
+    existing -o file is replaced only when it is a bundle.
 
     Example: sessiongraph export SESSION -o session.sgbundle
     """
-    from graph.bundle import export_session
+    from graph.bundle import MAGIC, export_session
 
     if output.is_dir():
         raise CommandLineError(f"-o {output}", "is a folder; give the bundle file to write")
+    try:
+        with output.open("rb") as f:
+            head = f.read(64)
+    except OSError:
+        head = b""  # nothing there (or unreadable: writing it says why)
+    if head and MAGIC not in head:
+        # Only a bundle is written over: -o naming the store itself or a transcript lost it.
+        raise CommandLineError(
+            f"-o {output}", "exists and is not a session bundle; it is left as it is"
+        )
     store = open_store(ctx)
     s = resolve_session(store, session)
     try:
