@@ -85,3 +85,18 @@ def test_with_memory_off_its_settings_are_still_known(
         store, token="t" * 32, hosts=["testserver"], settings={"memory.workspace": "x"}
     )
     assert all(not getattr(r, "path", "").startswith("/api/memory") for r in app.routes)
+
+
+@pytest.mark.parametrize("command", ["serve", "mcp"])
+def test_a_workspace_that_is_a_file_stops_the_start_with_one_line(
+    tmp_path: Path, command: str
+) -> None:
+    """``serve`` started and failed every memory request (retryable, "File exists"); ``mcp`` said
+    "cannot create the workspace folder: File exists". Both now say what ``memory`` says."""
+    afile = tmp_path / "notes.txt"
+    afile.write_text("not a workspace")
+    extra = ["--no-follow"] if command == "mcp" else ["--port", "0"]
+    done = console("--db", str(tmp_path / "s.db"), command, "-w", str(afile), *extra)
+    assert done.returncode == 1
+    assert done.stderr.strip().endswith(f"-w {afile}: is a file; a workspace is a folder")
+    assert len(done.stderr.strip().splitlines()) == 1 and afile.read_text() == "not a workspace"

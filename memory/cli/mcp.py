@@ -160,6 +160,8 @@ def mcp_command(
         raise CommandLineError("config", str(e)) from None
     except WorkspacePathError as e:
         raise CommandLineError("--workspace", str(e)) from None
+    if config.enabled and where.folder.exists() and not where.folder.is_dir():
+        raise CommandLineError(where.shown, "is a file; a workspace is a folder")  # as memory says
     store = open_store(ctx)
     try:
         # memory off: the look-up tools only, no workspace

@@ -76,8 +76,8 @@ def extension(
 
     Raises:
         memory.config.ConfigError: the settings file is malformed.
-        ValueError: ``memory.recent.limit`` is not a whole number from 1 to 500, or
-            ``memory.core.inject`` is not true or false.
+        ValueError: ``memory.recent.limit`` is not a whole number from 1 to 500,
+            ``memory.core.inject`` is not true or false, or the workspace folder is a file.
     """
     config = load_config(env=env)
     if not config.enabled:
@@ -88,6 +88,9 @@ def extension(
         config=config,
         env=env,
     )
+    if where.folder.exists() and not where.folder.is_dir():
+        # Opened on first use, it would fail every memory request instead of the start.
+        raise ValueError(f"{where.shown}: is a file; a workspace is a folder")
     limit_raw = ctx.settings.get("memory.recent.limit", "50")
     handle = MemoryHandle(
         str(where.folder),
