@@ -510,10 +510,14 @@ def forget(
     Records citing only the session are deleted, other records lose its citations, and its archived
     turns are erased (recorded as an erase, without their content). All or nothing; no undo.
     """
+    import sys
+
     from memory.forget import forget_session
 
     with _errors():
         ws = _ws(ctx)
+        if not yes and not sys.stdin.isatty():  # as rm and reset: no prompt nobody can answer
+            raise ValueError("forget: confirmation needs a terminal: pass --yes to forget")
         if not yes and not typer.confirm(
             f"erase everything memory holds of session {session}? this cannot be undone"
         ):
