@@ -418,11 +418,13 @@ def export_command(
 
     if output.is_dir():
         raise CommandLineError(f"-o {output}", "is a folder; give the bundle file to write")
-    try:
-        with output.open("rb") as f:
-            head = f.read(64)
-    except OSError:
-        head = b""  # nothing there (or unreadable: writing it says why)
+    head = b""  # nothing there, not a regular file (a device) or unreadable: writing says why
+    if output.is_file():
+        try:
+            with output.open("rb") as f:
+                head = f.read(64)
+        except OSError:
+            pass
     if head and MAGIC not in head:
         # Only a bundle is written over: -o naming the store itself or a transcript lost it.
         raise CommandLineError(
