@@ -23,7 +23,8 @@ Every error derives from :class:`GraphError`; most also derive from the built-in
     ├── CommandLineError (ValueError)    what, why   (graph.terminal, a command line mistake)
     └── StoreError                       the translated ``sqlite3`` error is its ``__cause__``
         ├── StoreBusyError               retryable: another writer holds a lock, or the server is unreachable
-        └── SchemaVersionError           expected, got
+        ├── SchemaVersionError           expected, got
+        └── ForeignDatabaseError         tables   (a database of something else, not a store)
 
 ``sqlite3`` errors never reach a caller untranslated: the store raises :class:`StoreError` from them.
 """
@@ -36,6 +37,7 @@ __all__ = [
     "CycleError",
     "DuplicateNodeError",
     "DuplicateSessionError",
+    "ForeignDatabaseError",
     "ForeignPredecessorError",
     "GraphError",
     "HeadConflictError",
@@ -274,6 +276,23 @@ class StoreBusyError(StoreError):
         super().__init__(f"the store is busy: {what}: {why}; retry the same call")
         self.what = what
         self.why = why
+
+
+class ForeignDatabaseError(StoreError):
+    """The database holds tables of something else and no store: it is not opened as one.
+
+    A store is made only in an empty database, so a mistaken ``--db`` (another application's
+    SQLite file, a LangGraph ``SqliteSaver`` file) is refused instead of getting the store's
+    tables added beside its own.
+
+    Attributes:
+        tables: Some of the tables it holds, sorted.
+    """
+
+    def __init__(self, tables: list[str]) -> None:
+        shown = ", ".join(tables[:5]) + (", ..." if len(tables) > 5 else "")
+        super().__init__(f"not a sessiongraph store: it holds other tables ({shown})")
+        self.tables = tables
 
 
 class SchemaVersionError(StoreError):

@@ -35,6 +35,7 @@ __all__ = [
     "error_line",
     "json_ready",
     "markup",
+    "print_fields",
     "resolve_ref",
     "rfc3339",
     "short_forms",
@@ -168,9 +169,29 @@ settings = _Settings()
 
 
 def say(console: Any, text: str) -> None:
-    """Print an informational line on a rich console, unless ``--quiet`` was given."""
+    """Print an informational line on a rich console, unless ``--quiet`` was given.
+
+    The line is not wrapped by rich (the terminal wraps it), so an id, a path or a URL in it is
+    never broken or cut, whatever the width.
+    """
     if not settings.quiet:
-        console.print(text)
+        console.print(text, soft_wrap=True)
+
+
+def print_fields(console: Any, rows: Iterable[tuple[str, str]]) -> None:
+    """Print ``key  value`` lines (rich markup), the keys padded to one width.
+
+    Values are never wrapped or cut by rich (the terminal wraps a long one), so the ids, paths and
+    URLs they hold copy whole at any width; a value of several lines continues under its first.
+    Rows with an empty value are left out.
+    """
+    shown = [(k, v) for k, v in rows if v]
+    width = max((len(k) for k, _ in shown), default=0)
+    for key, value in shown:
+        first, *more = value.split("\n")
+        console.print(f" [bold]{key}[/]{' ' * (width - len(key))}  {first}", soft_wrap=True)
+        for line in more:
+            console.print(" " * (width + 3) + line, soft_wrap=True)
 
 
 def resolve_ref(ref: str, ids: Iterable[str], what: str = "id") -> str | None:

@@ -25,6 +25,7 @@ read from the file: only the name of the environment variable that holds it.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import tomllib
@@ -62,6 +63,8 @@ MEMORY_ENV = "SESSIONGRAPH_MEMORY"
 """The environment variable naming the workspace: a folder or a ``postgresql://`` URL."""
 
 _BACKENDS = ("sqlite", "none")
+_SETTINGS = ("api_key_env", "backend", "base_url", "model", "store", "timeout", "views")
+"""The keys of the ``[memory]`` table; any other key is refused."""
 
 
 class ConfigError(MemoryLayerError, ValueError):
@@ -143,6 +146,13 @@ def _typed(path: str, table: Mapping[str, Any], key: str, kind: type, default: A
     return value
 
 
+def _unknown(key: str, known: list[str]) -> str:
+    """The message for an unknown key: the closest known one (``difflib``) and every known one."""
+    near = difflib.get_close_matches(key, known, n=1)
+    hint = f" (did you mean {near[0]}?)" if near else ""
+    return f"unknown setting{hint}; known settings: {', '.join(known)}"
+
+
 def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) -> MemoryConfig:
     """Read the settings file (if any) and the environment.
 
@@ -151,8 +161,10 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
         env: The environment (``os.environ`` when None).
 
     Raises:
-        ConfigError: the file is not TOML, ``[memory]`` is not a table, a setting has the wrong type,
-            an unknown backend or model provider is named, or the timeout is not positive.
+        ConfigError: the file is not TOML, holds another table than ``[memory]`` or a key
+            ``[memory]`` does not have (the message names the closest known one), ``[memory]`` is
+            not a table, a setting has the wrong type, an unknown backend or model provider is
+            named, or the timeout is not positive.
     """
     env = os.environ if env is None else env
     path = path or config_path(env)
@@ -166,14 +178,19 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
         raise ConfigError(where, "", f"cannot be read: {e}") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(where, "", f"not TOML: {e}") from None
+    stray = sorted(set(data) - {"memory"})
+    if stray:
+        # The file holds nothing but [memory]: a [memroy] table would otherwise be ignored.
+        raise ConfigError(where, stray[0], _unknown(stray[0], ["memory"]))
     memory = data.get("memory", {})
     if not isinstance(memory, Mapping):
         raise ConfigError(where, "memory", "must be a table ([memory])")
     table = memory
-    known = {"backend", "model", "base_url", "api_key_env", "timeout", "store", "views"}
-    unknown = sorted(set(table) - known)
+    known = [f"memory.{key}" for key in _SETTINGS]
+    unknown = sorted(set(table) - set(_SETTINGS))
     if unknown:
-        raise ConfigError(where, f"memory.{unknown[0]}", "unknown setting")
+        key = f"memory.{unknown[0]}"
+        raise ConfigError(where, key, _unknown(key, known))
     backend = _typed(where, table, "backend", str, "sqlite")
     source = where if "backend" in table else "defaults"
     if env.get(BACKEND_ENV):

@@ -10,8 +10,9 @@ command line with ``sessiongraph memory -w postgresql://...``. Install with
   version and refuses a newer one; two processes opening a new database at once create it once (an
   advisory transaction lock serializes them).
 * Recall: the ``records.search`` column is a generated ``tsvector`` (``english`` configuration: stems, over
-  content, tags, headings and topic) with the GIN index ``records_search``; a query is one
-  ``websearch_to_tsquery`` of the quoted words, OR-ed, bound as a parameter; the rank is
+  content, tags, headings and topic, their accents folded by ``fold_accents``, as SQLite's FTS5
+  folds them) with the GIN index ``records_search``; a query is one ``websearch_to_tsquery`` of the
+  quoted words, OR-ed, folded the same way, bound as a parameter; the rank is
   ``-ts_rank`` (lower is better, as with SQLite's bm25). The index is ensured at open and its
   absence fails every search with :class:`~memory.errors.SearchIndexMissingError`.
 * The write lock: :class:`AdvisoryWriteLock`, ``pg_try_advisory_lock`` on a key derived from the
@@ -217,7 +218,8 @@ class PostgresWorkspaceDatabase(WorkspaceDatabase):
         self.check_search_index()
         sql = (
             "SELECT r.id, -ts_rank(r.search, q) AS score "
-            f"FROM records r, websearch_to_tsquery('{SEARCH_CONFIG}', ?) q WHERE r.search @@ q "
+            f"FROM records r, websearch_to_tsquery('{SEARCH_CONFIG}', fold_accents(?)) q"
+            " WHERE r.search @@ q "
             'ORDER BY score, r.id COLLATE "C"'
         )
         params: list[Any] = [self._query(terms)]
@@ -232,7 +234,7 @@ class PostgresWorkspaceDatabase(WorkspaceDatabase):
         return int(
             self.one(
                 "SELECT count(*) FROM records"
-                f" WHERE search @@ websearch_to_tsquery('{SEARCH_CONFIG}', ?)",
+                f" WHERE search @@ websearch_to_tsquery('{SEARCH_CONFIG}', fold_accents(?))",
                 (self._query(terms),),
             )
         )

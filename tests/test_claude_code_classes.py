@@ -263,7 +263,7 @@ def test_show_folds_artifact_forks_so_a_linear_conversation_reads_linear(
     sid = "9f5a4b6c-1e7d-4c2f-8a5b-6d7e8f9a0b1c"
     claude_code.import_file(store, FIX / "progress-after-head.jsonl")
     console = Console(width=200, record=True)
-    console.print(render_tree(store, store.session(sid)))
+    console.print(render_tree(store, store.session(sid)), crop=False)
     text = console.export_text()
     assert "fork" not in text.replace("0 forks", "")
     assert "0 forks" in text and "1 live tips" in text

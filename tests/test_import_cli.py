@@ -7,8 +7,10 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 
 from graph import SessionStore
+from tests.clikit import console
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "claude-code-session.jsonl"
@@ -46,7 +48,7 @@ def test_export_then_import_into_another_store(tmp_path: Path) -> None:
     assert right.stats(SID) == left.stats(SID)
     assert right.index(SID).marks == left.index(SID).marks and right.index(SID).marks
     pending = run("--db", b, "pending", SID, "--value", "ws")
-    assert "0 pending" in pending.stdout
+    assert "nothing pending for memory=ws" in pending.stdout
 
 
 def test_damaged_lines_are_reported_with_file_and_line(tmp_path: Path) -> None:
@@ -60,3 +62,35 @@ def test_damaged_lines_are_reported_with_file_and_line(tmp_path: Path) -> None:
 def test_no_path_and_no_default_location_fails_cleanly(tmp_path: Path) -> None:
     got = run("--db", str(tmp_path / "x.db"), "import")
     assert got.returncode == 1 and "no PATH given" in got.stderr
+
+
+def test_a_failed_file_is_one_line_even_when_the_driver_says_more(tmp_path: Path) -> None:
+    """A refused connection to a LangGraph PostgresSaver database printed libpq's two lines."""
+    pytest.importorskip("psycopg")
+    done = console(
+        "--db", str(tmp_path / "s.db"), "import", "--langgraph", "postgresql://nobody@127.0.0.1:1/x"
+    )
+    assert done.returncode == 1
+    failed = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert failed[0].startswith("failed postgresql://nobody@127.0.0.1:1/x: ")
+    assert failed[0].endswith("(nothing of it was stored)") and len(failed) == 1, done.stderr
+
+
+def test_export_never_writes_over_a_file_that_is_not_a_bundle(tmp_path: Path) -> None:
+    """``export -o`` naming the store itself replaced the store with the bundle: its sessions lost."""
+    db = tmp_path / "s.db"
+    assert run("--db", str(db), "import", str(EXAMPLE)).returncode == 0
+    transcript = tmp_path / "copy.jsonl"
+    transcript.write_bytes(EXAMPLE.read_bytes())
+    for target in (db, transcript):
+        before = target.read_bytes()
+        done = run("--db", str(db), "export", SID, "-o", str(target))
+        assert done.returncode == 1 and "Traceback" not in done.stderr
+        assert done.stderr.strip() == (
+            f"error: -o {target}: exists and is not a session bundle; it is left as it is"
+        )
+        assert target.read_bytes() == before
+    bundle = tmp_path / "s.sgbundle"
+    for _ in range(2):  # a bundle is written over
+        assert run("--db", str(db), "export", SID, "-o", str(bundle)).returncode == 0
+    assert SessionStore(db).session(SID).id == SID

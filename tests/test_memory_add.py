@@ -219,7 +219,7 @@ def test_a_version_1_workspace_is_migrated_in_place(tmp_path: Path) -> None:
     _v1_workspace(tmp_path / "ws")
 
     with MemoryWorkspace(tmp_path / "ws") as ws:
-        assert ws._meta("schema_version") == str(SCHEMA_VERSION) == "4"
+        assert ws._meta("schema_version") == str(SCHEMA_VERSION) == "5"
         for table in ("tombstones", "erasures", "watch_heads", "organizer_runs", "revisions"):
             assert ws.db.has_table(table), table  # every table of the schema, none made lazily
         assert {r[1] for r in ws.conn.execute("PRAGMA table_info(sources)")} >= {

@@ -44,6 +44,14 @@ def test_file_settings_and_the_environment_override(tmp_path: Path) -> None:
         ("[memory]\ntimeout = 0\n", "memory.timeout"),
         ("[memory]\ntimeout = true\n", "memory.timeout"),
         ('[memory]\napi_key = "sk-live-123"\n', "memory.api_key: unknown setting"),
+        (
+            '[memory]\nbase_ulr = "http://x"\n',
+            r"memory.base_ulr: unknown setting \(did you mean memory.base_url\?\); known settings: "
+            "memory.api_key_env, memory.backend, memory.base_url, memory.model, memory.store, "
+            "memory.timeout, memory.views",
+        ),
+        ('[memroy]\nbackend = "none"\n', r"memroy: unknown setting \(did you mean memory\?\)"),
+        ('backend = "none"\n', "backend: unknown setting"),
     ],
 )
 def test_bad_settings_name_the_file_and_the_key(tmp_path: Path, text: str, match: str) -> None:

@@ -183,8 +183,13 @@ def test_memory_forget_end_to_end(tmp_path: Path) -> None:
     store.close()
     assert _cli(tmp_path, "write").returncode == 0
 
-    refused = _cli(tmp_path, "forget", sid[:10], stdin="n\n")
-    assert refused.returncode == 1 and "error: nothing was erased" in refused.stderr
+    # Not a terminal: no prompt that a pipe would answer (it prompted, then read "n" or nothing).
+    refused = _cli(tmp_path, "forget", sid[:10], stdin="y\n")
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        "error: forget: confirmation needs a terminal: pass --yes to forget"
+    )
+    assert not refused.stdout
     assert json.loads(_cli(tmp_path, "status", "--json").stdout)["sources"] == 2
 
     done = _cli(tmp_path, "forget", sid[:10], "--yes", "--json")

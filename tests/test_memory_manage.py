@@ -268,11 +268,6 @@ def test_search_pages_with_total(env: Env) -> None:
 def test_fts_queries_with_quotes_operators_and_unicode(
     env: Env, query: str, expected: list[str]
 ) -> None:
-    if env.ws.store_url is not None and query in ("CAFE", "Ünïcödé"):
-        pytest.skip(
-            "accent folding is SQLite's alone: FTS5's remove_diacritics folds é to e, PostgreSQL's "
-            "'english' text search configuration does not (it would need the unaccent extension)"
-        )
     named = dict(
         zip(
             ["zebra", "okapi", "cafe", "cjk", "unicode"],

@@ -1,7 +1,10 @@
-"""Recall stems English words on both backends (workspace schema version 4), and a version 3 store
-is brought to it: ``retry`` finds the record that says ``retries``."""
+"""Recall stems English words on both backends (workspace schema version 4) and folds accents on
+both (version 5: PostgreSQL's column went through ``fold_accents``), and older stores are brought
+to it: ``retry`` finds the record that says ``retries``, ``cafe`` the one that says ``Café``."""
 
 from __future__ import annotations
+
+import pytest
 
 from memory import add_memory
 from memory.schema import SCHEMA_VERSION
@@ -58,7 +61,43 @@ def test_a_version_3_store_is_stemmed_when_opened(workspace_factory: WorkspaceFa
     (version,) = again.conn.execute(
         "SELECT value FROM meta WHERE key = 'schema_version'"
     ).fetchone()
-    assert int(version) == SCHEMA_VERSION == 4
+    assert int(version) == SCHEMA_VERSION == 5
     assert [h.record_id for h in again.search("retry")] == [retries]
     assert [h.record_id for h in again.search("morning")] == [other]
     assert {r.id for r in again.records()} == {retries, other}
+
+
+def test_accents_are_folded_on_both_backends(workspace_factory: WorkspaceFactory) -> None:
+    ws = workspace_factory()
+    cafe = add_memory(ws, "Meet at the Café Noir, crème brûlée after.", topic="me").id
+    plain = add_memory(ws, "The cafe on the corner is closed on Mondays.", topic="me").id
+    assert {h.record_id for h in ws.search("cafe")} == {cafe, plain}
+    assert {h.record_id for h in ws.search("CAFÉ")} == {cafe, plain}
+    assert [h.record_id for h in ws.search("creme brulee")] == [cafe]
+    assert [h.record_id for h in ws.search("brûlée")] == [cafe]
+
+
+def test_a_version_4_postgres_store_folds_accents_when_opened(
+    workspace_factory: WorkspaceFactory,
+) -> None:
+    ws = workspace_factory()
+    if ws.store_url is None:
+        pytest.skip("version 5 changes nothing in SQLite: FTS5 folded accents already")
+    cafe = add_memory(ws, "Meet at the Café Noir.", topic="me").id
+    conn = ws.conn  # type: ignore[attr-defined]
+    conn.execute("ALTER TABLE records DROP COLUMN search")
+    conn.execute(
+        "ALTER TABLE records ADD COLUMN search tsvector GENERATED ALWAYS AS (to_tsvector("
+        "'english', content || ' ' || tags || ' ' || headings || ' ' || topic)) STORED"
+    )
+    conn.execute("CREATE INDEX records_search ON records USING gin (search)")
+    conn.execute("DROP FUNCTION fold_accents(text)")
+    conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    ws.close()
+    again = workspace_factory()
+    assert [h.record_id for h in again.search("cafe")] == [cafe]
+    assert [h.record_id for h in again.search("retry")] == []
+    (version,) = again.conn.execute(
+        "SELECT value FROM meta WHERE key = 'schema_version'"
+    ).fetchone()
+    assert int(version) == 5

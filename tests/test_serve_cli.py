@@ -102,8 +102,17 @@ def test_binding_another_interface_warns_and_still_needs_the_token(
 
 @pytest.mark.parametrize(
     ("args", "message"),
-    [(["--port", "70000"], "error: --port 70000"), (["--set", "oops"], "error: --set oops")],
-    ids=["port", "set"],
+    [
+        (["--port", "70000"], "error: --port 70000"),
+        (["--set", "oops"], "error: --set oops"),
+        (
+            ["--set", "memory.workpsace=/tmp/x"],
+            "error: --set memory.workpsace: unknown setting (did you mean memory.workspace?); "
+            "known settings: memory.core.inject, memory.recent.limit, memory.views, "
+            "memory.workspace",
+        ),
+    ],
+    ids=["port", "set", "unknown-key"],
 )
 def test_serve_mistakes_are_one_line(db: Path, args: list[str], message: str) -> None:
     out = subprocess.run(

@@ -13,7 +13,9 @@ import pytest
 from builder import build, chain
 
 from graph import SchemaVersionError, SessionStore, StoreBusyError, StoreError, UnknownNodeError
+from graph.errors import ForeignDatabaseError
 from graph.store.sqlite import MIGRATIONS, SCHEMA_VERSION
+from tests.clikit import console
 
 V1 = Path(__file__).parent / "fixtures" / "store" / "v1.db"
 """A store file written by schema version 1 (markers one value per node and provider)."""
@@ -309,3 +311,22 @@ def test_pending_tips_in_the_cli_reads_nodes_in_bounded_chunks(
     assert [len(g["pending"]) for g in got] == [1_300, 1_200]
     assert got[0]["pending"][0]["id"] == "m1" and got[0]["pending"][-1]["id"] == "f700"
     assert sizes and max(sizes) <= 500
+
+
+def test_another_applications_database_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    """A mistaken ``--db`` (a SQLite file of something else) got the store's tables added beside
+    its own; it is refused, naming its tables, and nothing is written to it."""
+    path = tmp_path / "app.db"
+    with sqlite3.connect(path) as c:
+        c.execute("CREATE TABLE checkpoints (thread_id TEXT, checkpoint BLOB)")
+    with pytest.raises(ForeignDatabaseError, match=r"holds other tables \(checkpoints\)") as e:
+        SessionStore(path)
+    assert e.value.tables == ["checkpoints"]
+    with sqlite3.connect(path) as c:
+        names = [n for (n,) in c.execute("SELECT name FROM sqlite_master")]
+    assert names == ["checkpoints"]
+    sqlite3.connect(tmp_path / "empty.db").close()  # an empty database is made a store
+    assert SessionStore(tmp_path / "empty.db").sessions() == []
+    done = console("--db", str(path), "sessions")
+    assert done.returncode == 1 and done.stderr.count("\n") == 1
+    assert "not a sessiongraph store: it holds other tables (checkpoints)" in done.stderr

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -78,6 +78,8 @@ __all__ = [
     "node_preview",
     "open_store",
     "parse_since",
+    "pending_table",
+    "SessionTree",
     "render_tree",
     "resolve_node",
     "resolve_session",
@@ -315,8 +317,36 @@ def search(
     out.print(f"{len(hits)} hit(s)", highlight=False)
 
 
-def render_tree(store: BaseStore, session: Session, *, full: bool = False) -> Tree:
-    """Render a session as a rich tree.
+class SessionTree:
+    """A session's tree under its header line (id, title, counts), as a rich renderable.
+
+    The header is drawn on one line, never wrapped or cut by rich (print it with ``crop=False``:
+    the terminal wraps a long one), so the session id copies whole at any width; the tree below
+    fits the width as rich draws it.
+
+    Attributes:
+        header: The header line (rich markup).
+        tree: The tree, whose own root line (empty) is not drawn.
+    """
+
+    def __init__(self, header: str, tree: Tree) -> None:
+        self.header = header
+        self.tree = tree
+
+    def __rich_console__(self, console: Console, options: Any) -> Iterator[Any]:
+        from rich.segment import Segment
+        from rich.text import Text
+
+        head = Text.from_markup(self.header, emoji=False)  # transcript text, shown as written
+        wide = options.update(width=max(options.max_width, head.cell_len), no_wrap=True)
+        yield from console.render(head, wide)
+        for line in console.render_lines(self.tree, options, pad=False)[1:]:
+            yield from line
+            yield Segment.line()
+
+
+def render_tree(store: BaseStore, session: Session, *, full: bool = False) -> SessionTree:
+    """Render a session as a rich tree under its header line (:class:`SessionTree`).
 
     Chains are drawn flat and each fork opens a sub-tree per child, in the order the children were
     stored; the head, rewound nodes, summaries (with the number of nodes they cover),
@@ -332,11 +362,12 @@ def render_tree(store: BaseStore, session: Session, *, full: bool = False) -> Tr
     names = {n: n for n in idx.pred} if full else short_forms(idx.pred)
     sessions_short = {} if full else session_short_forms(store)
     st = store.stats(session.id)
-    tree = Tree(
+    header = (
         f"[bold]{markup(session.id)}[/] {markup(session.title)}  "
         f"[dim]{st.nodes} nodes, {st.roots} roots, {st.forks} forks, {st.rewound} rewound, "
         f"{st.summaries} summaries, {st.live_tips} live tips, {st.spawned} spawned[/]"
     )
+    tree = Tree("")
     spawned: dict[str, list[Session]] = {}
     for child in store.spawns(session.id):
         if child.spawned_from:
@@ -383,7 +414,7 @@ def render_tree(store: BaseStore, session: Session, *, full: bool = False) -> Tr
 
     for root in (n for n, p in idx.pred.items() if p is None):
         chain(tree, root)
-    return tree
+    return SessionTree(header, tree)
 
 
 @app.command()
@@ -422,7 +453,7 @@ def show(
             }
         )
         return
-    _console().print(render_tree(store, s, full=full))
+    _console().print(render_tree(store, s, full=full), crop=False)
 
 
 def _not_empty(option: str, value: str) -> str:
@@ -451,8 +482,6 @@ def pending(
 
     Example: sessiongraph pending SESSION --provider memory --value MY-WORKSPACE --tips
     """
-    from rich.table import Table
-
     _not_empty("--provider", provider)
     _not_empty("--value", value)
     store = open_store(ctx)
@@ -481,20 +510,61 @@ def pending(
         return
     names = {n: n for n in store.index(s.id).pred} if full else short_forms(store.index(s.id).pred)
     out = _console()
+    shown = False
     for tip, ids in groups:
         where = names.get(tip, tip) if tip else "(empty session)"
-        table = Table(
-            title=f"pending for {markup(provider)}={markup(value)} at {markup(where)}",
-            title_justify="left",
+        if tip is not None and tip == s.head:
+            where += " (the head)"
+        pending_table(out, provider, value, where, store.iter_nodes(s.id, ids), names, full)
+        shown = True
+    if not shown:  # --tips yields only the tips that owe something
+        out.print(
+            f"nothing pending for {markup(provider)}={markup(value)} at any live tip of "
+            f"{markup(s.id)}",
+            soft_wrap=True,
         )
-        table.add_column("#", justify="right", no_wrap=True, min_width=len(str(len(ids))))
-        id_column(table, "node", [names[n] for n in ids], full)
-        table.add_column("role", no_wrap=True, min_width=9)
-        table.add_column("text", ratio=1, min_width=20)
-        for i, n in enumerate(store.iter_nodes(s.id, ids), 1):
-            table.add_row(str(i), markup(names[n.id]), n.role.value, markup(node_preview(n, 80)))
-        out.print(table)
-        out.print(f"{len(ids)} pending")
+
+
+def pending_table(
+    out: Any,
+    provider: str,
+    value: str,
+    where: str,
+    nodes: Iterable[Node],
+    names: Mapping[str, str],
+    full: bool,
+) -> None:
+    """Print the pending ``nodes`` of one tip as a table and a count, or one line when there are none.
+
+    Args:
+        out: A rich console.
+        provider: The consumer's provider, for the title.
+        value: The consumer's value, for the title.
+        where: The tip as shown (its short id, and whether it is the head).
+        nodes: The pending nodes, oldest first.
+        names: Node id to the form shown (short or whole).
+        full: Whole ids (folded, never cut) instead of short ones.
+    """
+    from rich.table import Table
+
+    rows = list(nodes)
+    if not rows:
+        out.print(
+            f"nothing pending for {markup(provider)}={markup(value)} at {markup(where)}",
+            soft_wrap=True,
+        )
+        return
+    # The title is a line of its own: a table title is wrapped and cut to the table's width.
+    out.print(f"pending for {markup(provider)}={markup(value)} at {markup(where)}", soft_wrap=True)
+    table = Table()
+    table.add_column("#", justify="right", no_wrap=True, min_width=len(str(len(rows))))
+    id_column(table, "node", [names[n.id] for n in rows], full)
+    table.add_column("role", no_wrap=True, min_width=9)
+    table.add_column("text", ratio=1, min_width=20)
+    for i, n in enumerate(rows, 1):
+        table.add_row(str(i), markup(names[n.id]), n.role.value, markup(node_preview(n, 80)))
+    out.print(table)
+    out.print(f"{len(rows)} pending")
 
 
 @app.command(cls=RepeatedArgumentsCommand)

@@ -147,7 +147,12 @@ def _problems(report: ImportReport, verbose: bool) -> None:
     for fr in report.files:
         where = markup(str(fr.path))
         if fr.error:
-            err.print(f"[red]failed[/] {where}: {markup(fr.error)} (nothing of it was stored)")
+            # On one line: a driver's message (a refused connection) spans several.
+            why = " ".join(fr.error.split())
+            err.print(
+                f"[red]failed[/] {where}: {markup(why)} (nothing of it was stored)",
+                soft_wrap=True,
+            )
         for line, reason in fr.skipped:
             lines.append(f"[yellow]skipped[/] {where}:{line}: {markup(reason)}")
         for line, what in fr.repaired:
@@ -381,29 +386,17 @@ def _watch(store: BaseStore, targets: list[Path], interval: float, *, json: bool
 
 
 def _show(store: BaseStore, session_id: str, provider: str, value: str) -> None:
-    from rich.table import Table
-
-    from graph.cli.commands import node_preview
+    from graph.cli.commands import pending_table
 
     console = _console()
     session = store.session(session_id)
-    console.print(render_tree(store, session))
+    console.print(render_tree(store, session), crop=False)
     for child in store.spawns(session_id):
-        console.print(render_tree(store, child))
+        console.print(render_tree(store, child), crop=False)
     pending = store.pending(session_id, provider, value)
     names = short_forms(store.index(session_id).pred)
-    table = Table(
-        title=f"pending for {markup(provider)}={markup(value)} at the head of {markup(session_id)}",
-        title_justify="left",
-    )
-    table.add_column("#", justify="right", no_wrap=True, min_width=len(str(len(pending))))
-    id_column(table, "node", [names[n.id] for n in pending], False)
-    table.add_column("role", no_wrap=True, min_width=9)
-    table.add_column("text", ratio=1, min_width=20)
-    for i, n in enumerate(pending, 1):
-        table.add_row(str(i), markup(names[n.id]), n.role.value, markup(node_preview(n, 80)))
-    console.print(table)
-    console.print(f"{len(pending)} pending")
+    where = f"the head of {session_id}"
+    pending_table(console, provider, value, where, pending, names, False)
 
 
 def export_command(
@@ -416,14 +409,27 @@ def export_command(
 ) -> None:
     """Write SESSION as a msgpack bundle (nodes, links, markers, metadata) to the -o file.
 
-    'sessiongraph import FILE' in another store reproduces the same graph and markers.
+    'sessiongraph import FILE' in another store reproduces the same graph and markers. An
+    existing -o file is replaced only when it is a bundle.
 
     Example: sessiongraph export SESSION -o session.sgbundle
     """
-    from graph.bundle import export_session
+    from graph.bundle import MAGIC, export_session
 
     if output.is_dir():
         raise CommandLineError(f"-o {output}", "is a folder; give the bundle file to write")
+    head = b""  # nothing there, not a regular file (a device) or unreadable: writing says why
+    if output.is_file():
+        try:
+            with output.open("rb") as f:
+                head = f.read(64)
+        except OSError:
+            pass
+    if head and MAGIC not in head:
+        # Only a bundle is written over: -o naming the store itself or a transcript lost it.
+        raise CommandLineError(
+            f"-o {output}", "exists and is not a session bundle; it is left as it is"
+        )
     store = open_store(ctx)
     s = resolve_session(store, session)
     try:

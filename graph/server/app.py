@@ -4,7 +4,8 @@
 through the ``sessiongraph.server`` entry-point group: each entry point names a factory
 ``f(ctx: ServerContext) -> Extension | None`` (the memory package adds the Memory page, the memory
 panel and ``/api/memory/*`` this way, so ``graph`` never imports ``memory``); a factory that returns
-None adds nothing.
+None adds nothing. The ``--set`` keys are the ones the extensions declare (:attr:`Extension.settings`):
+any other key is refused (:class:`UnknownSettingError`), so a typo is not silently ignored.
 
 Every endpoint runs on the event loop's thread, one request at a time: the store and a memory
 workspace are not thread-safe, and a local single-user server does not need more.
@@ -15,6 +16,7 @@ Errors: every error response is JSON ``{"error": {"code": "...", "message": "...
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
@@ -47,6 +49,7 @@ __all__ = [
     "Memo",
     "NavLink",
     "ServerContext",
+    "UnknownSettingError",
     "create_app",
     "int_param",
     "int_value",
@@ -274,6 +277,8 @@ class Extension:
         static: A directory served under ``/static/<name>/``.
         openapi: OpenAPI ``paths`` entries for its API routes.
         exception_handlers: Handlers for the package's own exceptions.
+        settings: The ``--set`` keys the package reads (``memory.workspace``, ...); a key no
+            extension declares is refused by :func:`create_app`.
     """
 
     name: str
@@ -283,6 +288,7 @@ class Extension:
     static: Path | None = None
     openapi: Mapping[str, Any] = field(default_factory=dict)
     exception_handlers: Mapping[type[Exception], Handler] = field(default_factory=dict)
+    settings: Sequence[str] = ()
 
 
 @dataclass
@@ -308,10 +314,29 @@ class ExtensionError(GraphError):
         self.name = name
 
 
+class UnknownSettingError(GraphError, ValueError):
+    """A ``--set`` key that no extension of the server reads (a typo, or a package not installed).
+
+    Attributes:
+        key: The key given.
+        known: Every key the extensions read, sorted.
+        closest: The known key nearest to ``key`` (``difflib``), or None when none is near.
+    """
+
+    def __init__(self, key: str, known: Sequence[str]) -> None:
+        self.key = key
+        self.known = sorted(known)
+        near = difflib.get_close_matches(key, self.known, n=1)
+        self.closest = near[0] if near else None
+        hint = f" (did you mean {self.closest}?)" if self.closest else ""
+        listed = ", ".join(self.known) or "none"
+        super().__init__(f"--set {key}: unknown setting{hint}; known settings: {listed}")
+
+
 def load_extensions(ctx: ServerContext) -> list[Extension]:
     """Call every factory of the ``sessiongraph.server`` entry-point group, in name order.
 
-    A factory returning None adds nothing (the memory package's, when memory is off).
+    A factory returning None adds nothing.
 
     Raises:
         ExtensionError: a factory raised; the server is not built without it.
@@ -417,11 +442,19 @@ def create_app(
 
     Returns:
         The ASGI application (serve it with uvicorn).
+
+    Raises:
+        UnknownSettingError: a key of ``settings`` that no extension declares.
+        ExtensionError: an extension factory failed.
     """
     from graph.server import api, pages
 
     ctx = ServerContext(store, dict(settings or {}))
     exts = list(extensions) if extensions is not None else load_extensions(ctx)
+    known = {key for ext in exts for key in ext.settings}
+    for key in ctx.settings:
+        if key not in known:
+            raise UnknownSettingError(key, sorted(known))
     routes: list[BaseRoute] = [*api.routes(), *pages.routes()]
     openapi_paths: dict[str, Any] = dict(api.OPENAPI_PATHS)
     nav = [NavLink("Sessions", "/")]

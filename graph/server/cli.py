@@ -4,7 +4,8 @@ It binds 127.0.0.1 unless told otherwise (``--host``), on ``--port`` (0: any fre
 start URL with the random token once the socket listens (a client that connects on reading it is
 answered, never refused) and runs until Ctrl-C. Binding to another interface prints a warning
 on stderr; the token is still needed there. ``-w``/``--workspace`` and ``--views`` are short for
-``--set memory.workspace=...`` and ``--set memory.views=...`` (the memory extension reads them).
+``--set memory.workspace=...`` and ``--set memory.views=...`` (the memory extension reads them);
+a ``--set`` key no extension reads is a usage mistake (one line naming the known keys, exit 2).
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ def serve(
         typer.Option(
             "--set",
             help="A setting for an extension; repeatable: memory.workspace=DIR, "
-            "memory.views=DIR, memory.core.inject=false (the core block not injected).",
+            "memory.views=DIR, memory.core.inject=false (the core block not injected), "
+            "memory.recent.limit=N (1..500); any other key is refused.",
             metavar="KEY=VALUE",
         ),
     ] = None,
@@ -72,7 +74,7 @@ def serve(
     import uvicorn
 
     from graph.cli.commands import open_store
-    from graph.server.app import ExtensionError, create_app
+    from graph.server.app import ExtensionError, UnknownSettingError, create_app
     from graph.server.security import new_token
 
     settings: dict[str, str] = {}
@@ -100,11 +102,11 @@ def serve(
     hosts = [] if local else [host.strip("[]"), socket.gethostname()]
     try:
         app = create_app(store, token=token, hosts=hosts, settings=settings, ip_hosts=not local)
-    except ExtensionError as e:
+    except (ExtensionError, UnknownSettingError) as e:
         sock.close()
         store.close()
         typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(1) from None
+        raise typer.Exit(2 if isinstance(e, UnknownSettingError) else 1) from None
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{bound}/?token={token}"
     if not is_loopback(host):

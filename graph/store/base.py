@@ -567,6 +567,14 @@ class BaseStore(ABC):
         """Set the session's spawn link (and the runtime and project it takes from its parent)."""
 
     @abstractmethod
+    def _db_set_node_metadata(self, session_id: str, node_id: str, metadata: bytes) -> None:
+        """Replace a stored node's metadata payload (content never changes).
+
+        Every other handle's next refresh drops its decoded model of the node; the caller bumps
+        the session's counter.
+        """
+
+    @abstractmethod
     def _db_update_session(self, session_id: str, head: str | None, updated_at: int | None) -> int:
         """Set the head and bump the change counter; return the counter.
 
@@ -962,7 +970,11 @@ class BaseStore(ABC):
         For importers: a sub-agent's transcript imported before its parent's is stored unlinked;
         once the parent is stored, this gives it the link importing the parent first would have
         given. A metadata-only write: ``updated_at`` and the head do not change. A session that
-        has a link already keeps it (nothing is written).
+        has a link already keeps it (nothing is written). A root of the session whose
+        ``metadata["dangling_parent"]`` names a node of ``parent_session`` (an importer's note: its
+        recorded parent was not stored yet) has that note replaced by
+        ``metadata["parent_in_session"] = {"node": ..., "session": parent_session}``, the note an
+        import of the parent first would have written.
 
         Args:
             session_id: The spawned session.
@@ -989,7 +1001,32 @@ class BaseStore(ABC):
             if from_node is not None and from_node not in self._index(parent_session).pred:
                 raise UnknownNodeError(from_node, parent_session)
             self._db_set_spawn(session_id, from_node, parent_session)
+            self._settle_dangling(session_id, parent_session)
             return self._db_session(session_id)
+
+    def _settle_dangling(self, session_id: str, parent_session: str) -> None:
+        """Note the roots' parents found in ``parent_session`` (see :meth:`link_spawn`).
+
+        Metadata only: the counter is bumped, ``updated_at`` is not.
+        """
+        idx = self._index(session_id)
+        roots = [n for n, p in idx.pred.items() if p is None]
+        parents = self._index(parent_session).pred
+        changed: list[str] = []
+        for nid, row in self._db_rows(roots).items():
+            if row.metadata == _EMPTY_METADATA:
+                continue
+            meta = decode(row.metadata)
+            named = meta.get("dangling_parent")
+            if not isinstance(named, str) or named not in parents:
+                continue
+            del meta["dangling_parent"]
+            meta["parent_in_session"] = {"node": named, "session": parent_session}
+            self._db_set_node_metadata(session_id, nid, encode(meta))
+            changed.append(nid)
+        if changed:
+            idx.rev = self._db_update_session(session_id, idx.head, None)
+            idx.changed(changed)
 
     def spawns(self, session_id: str) -> list[Session]:
         """Return the sessions spawned from nodes of ``session_id``, most recently updated first."""

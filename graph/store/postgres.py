@@ -594,6 +594,16 @@ class PostgresSessionStore(BaseStore):
                 (spawned_from, parent_session, *self._origin(meta, parent_session), session_id),
             )
 
+    def _db_set_node_metadata(self, session_id: str, node_id: str, metadata: bytes) -> None:
+        with _translated():
+            rev = self._bump(session_id)
+            # Stamped with the new revision: another connection's refresh reads the row again and
+            # drops its decoded model.
+            self.conn.execute(
+                "UPDATE nodes SET metadata = %s, rev = %s WHERE id = %s AND session_id = %s",
+                (metadata, rev, node_id, session_id),
+            )
+
     def _bump(self, session_id: str) -> int:
         row = self.conn.execute(
             "UPDATE sessions SET rev = rev + 1 WHERE id = %s RETURNING rev", (session_id,)

@@ -34,6 +34,7 @@ import orjson
 from graph.codec import decode, decode_content, encode
 from graph.errors import (
     DuplicateSessionError,
+    ForeignDatabaseError,
     SchemaVersionError,
     StoreBusyError,
     StoreError,
@@ -406,6 +407,7 @@ class SessionStore(BaseStore):
         StoreError: the file cannot be opened or is not a database.
         StoreBusyError: the file must be created or migrated and another process holds the lock.
         SchemaVersionError: the file was written by a newer version.
+        ForeignDatabaseError: the file is another application's database (tables, no store).
     """
 
     def __init__(
@@ -470,6 +472,16 @@ class SessionStore(BaseStore):
             version = self._read_version()  # again, under the lock: another process may have won
             if version > SCHEMA_VERSION:
                 raise SchemaVersionError(SCHEMA_VERSION, version)
+            if version == 0:
+                others = [
+                    name
+                    for (name,) in self.conn.execute(
+                        "SELECT name FROM sqlite_master WHERE type='table'"
+                        " AND name NOT LIKE 'sqlite_%' ORDER BY name"
+                    )
+                ]
+                if others:
+                    raise ForeignDatabaseError(others)
             # sqlite-utils only builds the schema: a current file is opened without importing it.
             import sqlite_utils
 
@@ -905,6 +917,20 @@ class SessionStore(BaseStore):
                 "UPDATE sessions SET spawned_from=?, parent_session=?, runtime=?, project=?"
                 " WHERE id=?",
                 (spawned_from, parent_session, *self._origin(meta, parent_session), session_id),
+            )
+
+    def _db_set_node_metadata(self, session_id: str, node_id: str, metadata: bytes) -> None:
+        with _translated():
+            self.conn.execute(
+                "UPDATE nodes SET metadata=? WHERE id=? AND session_id=?",
+                (metadata, node_id, session_id),
+            )
+            # A refresh reads only rows added since (by seq), so another connection would keep its
+            # decoded model: counted as a deletion, its next refresh builds the index anew (rare:
+            # only link_spawn rewrites a row).
+            self.conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('deletions', '1') ON CONFLICT (key)"
+                " DO UPDATE SET value = CAST(value AS INTEGER) + 1"
             )
 
     def _db_update_session(self, session_id: str, head: str | None, updated_at: int | None) -> int:

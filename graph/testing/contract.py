@@ -75,6 +75,7 @@ __all__ = [
     "test_has_session_and_locate",
     "test_identical_reappend_is_a_no_op",
     "test_iter_nodes_and_node_count",
+    "test_link_spawn_settles_a_dangling_parent_note",
     "test_markers_of_two_handles_stay_apart",
     "test_nodes_without_ids_are_every_node_predecessors_first",
     "test_pending_ids_by_tip_matches_pending_by_tip",
@@ -264,6 +265,38 @@ def test_spawn_links_both_ways(store: BaseStore) -> None:
     assert store.stats(sid).spawned == 1
     with pytest.raises(UnknownNodeError):
         store.spawn(sid, "elsewhere")
+
+
+def test_link_spawn_settles_a_dangling_parent_note(
+    store: BaseStore, store_handles: Callable[[], BaseStore]
+) -> None:
+    """Linking a spawn turns its root's ``dangling_parent`` note into ``parent_in_session``.
+
+    A note naming no node of the parent session stays; metadata only (``updated_at`` kept), and
+    another handle that read the node before reads the new note.
+    """
+    trunk = build(store, "t1-t2", session="trunk")
+    child = store.create_session("agent", id="trunk/agent-1").id
+    nodes = [
+        node(child, "a1", None, metadata={"dangling_parent": "t2", "agent": "a"}),
+        node(child, "a2", "a1", role=Role.ASSISTANT, metadata={"dangling_parent": "t1"}),
+        node(child, "b1", None, metadata={"dangling_parent": "nowhere"}),
+    ]
+    store.add_nodes(child, nodes, head="a2")
+    store.mark(child, ["a1"], "memory", "ws")
+    other = store_handles()
+    assert other.node("a1").metadata["dangling_parent"] == "t2"  # kept decoded by that handle
+    before = store.session(child).updated_at
+    store.link_spawn(child, "t2", trunk)
+    for handle in (store, other, store_handles()):
+        a1, a2, b1 = handle.nodes(child, ["a1", "a2", "b1"])
+        assert "dangling_parent" not in a1.metadata
+        assert a1.metadata["parent_in_session"] == {"node": "t2", "session": trunk}
+        assert a1.metadata["agent"] == "a" and a1.is_written("memory", "ws")
+        assert a2.metadata == {"dangling_parent": "t1"}, "not a root: not a spawn's note"
+        assert b1.metadata == {"dangling_parent": "nowhere"}, "names no node of the trunk"
+        assert handle.session(child).updated_at == before
+        assert handle.session(child).spawned_from == "t2"
 
 
 def test_delete_session_removes_it_and_its_spawns_in_one_transaction(store: BaseStore) -> None:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from graph.cli.commands import open_store, resolve_session
-from graph.terminal import dump_json, markup
+from graph.terminal import dump_json, markup, print_fields
 from memory.caps import LOOKUP_DEFAULT_MESSAGES, LOOKUP_MAX_SESSIONS
 from memory.cli import quick
 from memory.cli.quick import window_json
@@ -70,8 +70,6 @@ def recent(
 
 def open_(ctx: typer.Context, session: _SESSION, json: _JSON = False) -> None:
     """Open one session: its title, times, head, message count and live tips (whole ids)."""
-    from rich.table import Table
-
     from memory.lookup import open_session
 
     store = _store(ctx)
@@ -79,8 +77,7 @@ def open_(ctx: typer.Context, session: _SESSION, json: _JSON = False) -> None:
     if json:
         _dump(info.model_dump(mode="json"))
         return
-    table = Table(show_header=False, box=None)
-    for key, value in (
+    rows = [
         ("session", info.id),
         ("title", info.title),
         ("created", info.created_at.isoformat(timespec="seconds")),
@@ -89,10 +86,8 @@ def open_(ctx: typer.Context, session: _SESSION, json: _JSON = False) -> None:
         ("messages", f"{info.messages} on the head's branch"),
         ("live tips", "\n".join(info.live_tips) or "none"),
         ("spawned by", info.parent_session or ""),
-    ):
-        if value:
-            table.add_row(f"[bold]{key}[/]", markup(value))
-    _console().print(table)
+    ]
+    print_fields(_console(), [(key, markup(value)) for key, value in rows])
 
 
 def read(

@@ -160,6 +160,8 @@ def mcp_command(
         raise CommandLineError("config", str(e)) from None
     except WorkspacePathError as e:
         raise CommandLineError("--workspace", str(e)) from None
+    if config.enabled and where.folder.exists() and not where.folder.is_dir():
+        raise CommandLineError(where.shown, "is a file; a workspace is a folder")  # as memory says
     store = open_store(ctx)
     try:
         # memory off: the look-up tools only, no workspace
@@ -190,8 +192,9 @@ def mcp_command(
             ) from None
         shown = f"[{host}]" if ":" in host else host
         bound = sock.getsockname()[1]
-        err.print(f"sessiongraph mcp: http://{shown}:{bound}/mcp?token={secret}")
-        err.print(f"  or send the header: Authorization: Bearer {secret}")
+        # Printed for copying: never wrapped by rich (the terminal wraps a long line).
+        err.print(f"sessiongraph mcp: http://{shown}:{bound}/mcp?token={secret}", soft_wrap=True)
+        err.print(f"  or send the header: Authorization: Bearer {secret}", soft_wrap=True)
         app = TokenGate(server.streamable_http_app(host=host), secret)
         with sock:
             anyio.run(_serve_http, app, sock)

@@ -46,7 +46,7 @@ import typer
 
 from graph.cli.arguments import RepeatedArgumentsCommand
 from graph.cli.commands import id_column, open_store, resolve_session, session_short_forms
-from graph.terminal import dump_json, markup, say, settings, short_forms
+from graph.terminal import dump_json, markup, print_fields, say, settings, short_forms
 from memory import caps
 from memory.adding import DEFAULT_ADD_TOPIC  # the workspace's modules: every command opens one
 from memory.caps import CapExceeded
@@ -247,15 +247,17 @@ def list_(
             _dump([v.as_json() for v in views])
             return
         console = _console()
+        if not views:
+            where = f"topic {markup(topic)} of workspace" if topic is not None else "workspace"
+            console.print(f"no records in {where} {markup(ws.id)}", soft_wrap=True)
+            return
         console.print(_records_table(views, _record_names(ws, full), full))
-        console.print(f"{len(views)} record(s) in workspace {markup(ws.id)}")
+        console.print(f"{len(views)} record(s) in workspace {markup(ws.id)}", soft_wrap=True)
 
 
 @memory_app.command()
 def show(ctx: typer.Context, record: _RECORD, json: _JSON = False) -> None:
     """Show one record: place, content, tags, times and every citation (whole ids)."""
-    from rich.table import Table
-
     from memory.reading import record_view
 
     with _errors():
@@ -264,8 +266,7 @@ def show(ctx: typer.Context, record: _RECORD, json: _JSON = False) -> None:
             _dump(v.as_json())
             return
         r = v.record
-        table = Table(show_header=False, box=None)
-        for key, value in (
+        rows = [
             ("record", r.id),
             ("topic", r.topic),
             ("headings", " / ".join(r.headings)),
@@ -275,11 +276,9 @@ def show(ctx: typer.Context, record: _RECORD, json: _JSON = False) -> None:
             ("created", when(r.created_at)),
             ("updated", when(r.updated_at)),
             ("content", r.content),
-        ):
-            if value:
-                table.add_row(f"[bold]{key}[/]", markup(value))
+        ]
         console = _console()
-        console.print(table)
+        print_fields(console, [(key, markup(value)) for key, value in rows])
         for n, c in enumerate(v.citations, 1):
             # A hand-saved record's bare snippet citation names no session, node or speaker.
             origin = ", ".join(
@@ -355,6 +354,9 @@ def search(
                 }
             )
             return
+        if not result.total:
+            _console().print(f"no record matches {markup(repr(result.query))}", soft_wrap=True)
+            return
         names = _record_names(ws, full)
         table = Table(box=box.SIMPLE_HEAD)
         table.add_column("#", justify="right", no_wrap=True, min_width=len(str(result.total)))
@@ -407,7 +409,7 @@ def delete(
                 + markup(_again(ctx, "undo", rid))
             )
         else:
-            console.print(f"deleted {markup(rid)} for good")
+            console.print(f"deleted {markup(rid)} for good", soft_wrap=True)
 
 
 @memory_app.command()
@@ -508,10 +510,14 @@ def forget(
     Records citing only the session are deleted, other records lose its citations, and its archived
     turns are erased (recorded as an erase, without their content). All or nothing; no undo.
     """
+    import sys
+
     from memory.forget import forget_session
 
     with _errors():
         ws = _ws(ctx)
+        if not yes and not sys.stdin.isatty():  # as rm and reset: no prompt nobody can answer
+            raise ValueError("forget: confirmation needs a terminal: pass --yes to forget")
         if not yes and not typer.confirm(
             f"erase everything memory holds of session {session}? this cannot be undone"
         ):
@@ -577,6 +583,10 @@ def log(
                 ]
             )
             return
+        if not revs:
+            what = f"record {markup(rid)}" if rid is not None else f"workspace {markup(ws.id)}"
+            _console().print(f"no revisions of {what} yet", soft_wrap=True)
+            return
         from rich.box import SIMPLE_HEAD
         from rich.table import Table
 
@@ -623,7 +633,7 @@ def diff(
             _console().print("no differences")
         for rid, what, a, b, lines in entries:
             where = (b or a or {}).get("topic", "")
-            _console().print(f"{what} {rid} ({markup(where)})")
+            _console().print(f"{what} {rid} ({markup(where)})", soft_wrap=True)
             for line in lines[2:]:
                 _console().print("  " + markup(line), highlight=False)
 
@@ -807,6 +817,12 @@ def write(
                 for s in store.sessions(100_000)
                 if owed_ids(store, s.id, ws.id) and not is_abandoned(store, s)
             ]
+        if not ids:
+            say(
+                _console(),
+                f"nothing pending for workspace {markup(ws.id)}; {len(ws.records())} record(s)",
+            )
+            return
         names = session_short_forms(store)
         pipeline = WritePipeline(ws, store, writer)
         failed = 0
@@ -820,7 +836,9 @@ def write(
                 if failure is None:
                     ws.set_watch_status(sid, stamp, "done", "")
                     if not settings.quiet:
-                        bar.console.print(f"{markup(sid)}: wrote {owed} pending turn(s)")
+                        bar.console.print(
+                            f"{markup(sid)}: wrote {owed} pending turn(s)", soft_wrap=True
+                        )
                 else:
                     failed += 1
                     if not failure.retryable:
@@ -828,7 +846,8 @@ def write(
                     bar.console.print(
                         f"{markup(sid)}: [red]{failure.reason.value}[/] "
                         f"({'retryable' if failure.retryable else 'not retryable'}): "
-                        f"{markup(failure.detail)}"
+                        f"{markup(failure.detail)}",
+                        soft_wrap=True,
                     )
                 bar.advance(task)
         say(

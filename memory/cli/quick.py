@@ -33,7 +33,7 @@ from graph.cli.quick import (
     resolve_session,
     session_short_forms,
 )
-from graph.terminal import dump_json, markup, short_forms
+from graph.terminal import dump_json, markup, print_fields, short_forms
 from memory.caps import LOOKUP_MAX_SESSIONS
 
 if TYPE_CHECKING:
@@ -236,10 +236,7 @@ def read(
         if not window.newer
         else f"{window.returned} messages (older ones exist, not counted)"
     )
-    table = Table(
-        title=f"{markup(window.session_id)}: {counted}",
-        title_justify="left",
-    )
+    table = Table()
     last = window.older + window.returned if window.older is not None else window.returned
     table.add_column("#", justify="right", no_wrap=True, min_width=len(str(last)) + 1)
     id_column(table, "node", [names[m.id] for m in window.messages], full)
@@ -261,12 +258,14 @@ def read(
             markup(_message_text(m)),
         )
     console = _console()
+    # The title is a line of its own: a table title is wrapped and cut to the table's width.
+    console.print(f"{markup(window.session_id)}: {counted}", soft_wrap=True)
     console.print(table)
     console.print(markup(window.note))
     if window.next_before:
         # The whole id: paging back with it walks from the head, as this read did; a short form
         # is accepted too but is matched among every node of the session first.
-        console.print(f"older: --before {markup(window.next_before)}")
+        console.print(f"older: --before {markup(window.next_before)}", soft_wrap=True)
 
 
 def latest(store: BaseStore, session: str, *, json: bool) -> None:
@@ -290,11 +289,12 @@ def latest(store: BaseStore, session: str, *, json: bool) -> None:
         return
     console = _console()
     if node is None:
-        console.print(f"session {markup(sid)} has no messages")
+        console.print(f"session {markup(sid)} has no messages", soft_wrap=True)
         return
     console.print(
         f"[bold]{node.role.value}[/] [dim]{markup(node.id)} "
-        f"{node.created_at.isoformat(timespec='seconds')}[/]"
+        f"{node.created_at.isoformat(timespec='seconds')}[/]",
+        soft_wrap=True,
     )
     console.print(markup(_message_text(node)))
 
@@ -447,9 +447,8 @@ def show_status(ws: MemoryWorkspace, store: BaseStore, *, full: bool, json: bool
             }
         )
         return
-    table = Table(show_header=False, box=None)
     failure = st.last_failure
-    for key, value in (
+    rows = [
         ("workspace", f"{st.workspace_id} ({st.path})"),
         ("revision", str(st.revision)),
         ("records", f"{st.records} in {st.topics} topic(s)"),
@@ -461,10 +460,9 @@ def show_status(ws: MemoryWorkspace, store: BaseStore, *, full: bool, json: bool
             if failure
             else "none",
         ),
-    ):
-        table.add_row(f"[bold]{key}[/]", markup(value))
+    ]
     console = _console()
-    console.print(table)
+    print_fields(console, [(key, markup(value)) for key, value in rows])
     if st.pending:
         names = session_short_forms(store)
         pend = Table(box=box.SIMPLE_HEAD)
@@ -475,6 +473,9 @@ def show_status(ws: MemoryWorkspace, store: BaseStore, *, full: bool, json: bool
         for sid, title, n in st.pending:
             pend.add_row(markup(sid if full else names.get(sid, sid)), str(n), markup(title))
         console.print(pend)
+    if not st.pending:
+        console.print(f"nothing pending for workspace {st.workspace_id}", soft_wrap=True)
+        return
     console.print(
         f"{sum(n for *_, n in st.pending)} pending turn(s) in {len(st.pending)} session(s)"
     )

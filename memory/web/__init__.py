@@ -6,8 +6,10 @@ package's server never imports memory. The workspace is the ``memory.workspace``
 of a shared store of record whose views go to ``--views DIR``, the ``memory.views`` setting), else
 ``$SESSIONGRAPH_MEMORY``, else the settings file's ``memory.store``, else the user data directory's
 ``memory``, found as ``sessiongraph memory`` finds it; ``memory.core.inject`` (``true``/``false``, default true) and
-``memory.recent.limit`` (1..500, default 50) shape the Core and Recent sections. With memory off
-(``memory.backend = "none"``, or ``SESSIONGRAPH_MEMORY_BACKEND=none``) the extension adds nothing.
+``memory.recent.limit`` (1..500, default 50) shape the Core and Recent sections (:data:`SETTINGS`:
+the server refuses any other ``--set`` key). With memory off (``memory.backend = "none"``, or
+``SESSIONGRAPH_MEMORY_BACKEND=none``) the extension adds nothing but those keys, which are then
+accepted and unused.
 """
 
 from __future__ import annotations
@@ -20,9 +22,12 @@ from memory.config import load_config, workspace_location
 from memory.web import api, pages
 from memory.web.api import MemoryHandle
 
-__all__ = ["extension"]
+__all__ = ["SETTINGS", "extension"]
 
 HERE = Path(__file__).parent
+
+SETTINGS = ("memory.core.inject", "memory.recent.limit", "memory.views", "memory.workspace")
+"""The ``--set`` keys the memory extension reads."""
 
 
 _FLAGS = {"1": True, "true": True, "yes": True, "on": True}
@@ -53,8 +58,8 @@ def _recent_limit(value: str) -> int:
 
 def extension(
     ctx: ServerContext, workspace: str | Path | None = None, env: Mapping[str, str] | None = None
-) -> Extension | None:
-    """The memory extension of the server, or None when memory is off.
+) -> Extension:
+    """The memory extension of the server (only its settings when memory is off).
 
     Args:
         ctx: The server's context (the store and the ``--set`` settings).
@@ -63,25 +68,29 @@ def extension(
         env: The environment the memory settings are read from (default ``os.environ``).
 
     Returns:
-        The routes, pages, top-bar links, assets, OpenAPI paths and error handlers; None when
-        memory is off (``memory.backend = "none"`` in the settings file, or
-        ``SESSIONGRAPH_MEMORY_BACKEND=none``): the server then has no memory route, page, link or
-        OpenAPI path, and no workspace is opened or created.
+        The routes, pages, top-bar links, assets, OpenAPI paths, error handlers and
+        :data:`SETTINGS`; when memory is off (``memory.backend = "none"`` in the settings file, or
+        ``SESSIONGRAPH_MEMORY_BACKEND=none``) only :data:`SETTINGS` (so ``-w`` is still a known
+        setting): the server then has no memory route, page, link or OpenAPI path, and no
+        workspace is opened or created.
 
     Raises:
         memory.config.ConfigError: the settings file is malformed.
-        ValueError: ``memory.recent.limit`` is not a whole number from 1 to 500, or
-            ``memory.core.inject`` is not true or false.
+        ValueError: ``memory.recent.limit`` is not a whole number from 1 to 500,
+            ``memory.core.inject`` is not true or false, or the workspace folder is a file.
     """
     config = load_config(env=env)
     if not config.enabled:
-        return None
+        return Extension(name="memory", settings=SETTINGS)
     where = workspace_location(
         workspace or ctx.settings.get("memory.workspace"),
         ctx.settings.get("memory.views"),
         config=config,
         env=env,
     )
+    if where.folder.exists() and not where.folder.is_dir():
+        # Opened on first use, it would fail every memory request instead of the start.
+        raise ValueError(f"{where.shown}: is a file; a workspace is a folder")
     limit_raw = ctx.settings.get("memory.recent.limit", "50")
     handle = MemoryHandle(
         str(where.folder),
@@ -97,4 +106,5 @@ def extension(
         static=HERE / "static",
         openapi=api.openapi_paths(),
         exception_handlers=api.error_handlers(),
+        settings=SETTINGS,
     )
