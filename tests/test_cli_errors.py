@@ -140,7 +140,8 @@ def test_memory_edit_with_an_editor_that_does_not_exist(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "args, needle",
     [
-        (["--db", "/proc/no/such.db", "sessions"], "--db /proc/no/such.db: cannot create"),
+        (["--db", "/proc/no/such.db", "import", "{file}"], "--db /proc/no/such.db: cannot create"),
+        (["--db", "/proc/no/such.db", "sessions"], "--db /proc/no/such.db: no store there yet"),
         (["memory", "-w", "{file}", "status"], "is a file"),
         (["memory", "-w", "{file}", "list"], "is a file"),
         (["memory", "-w", "/proc/no/ws", "status"], "cannot create the workspace folder"),
@@ -150,6 +151,7 @@ def test_memory_edit_with_an_editor_that_does_not_exist(tmp_path: Path) -> None:
     ],
     ids=[
         "db-folder",
+        "db-missing",
         "ws-file-status",
         "ws-file-list",
         "ws-folder-status",
@@ -224,9 +226,12 @@ def test_version_quiet_and_tilde(tmp_path: Path) -> None:
     assert p.returncode == 0 and p.stdout.startswith("sessiongraph ")
     home = tmp_path / "home"
     home.mkdir()
-    p = run("sessions", env={"SESSIONGRAPH_DB": "~/stores/s.db", "HOME": str(home)})
+    fixture = str(ROOT / "tests/fixtures/claude-code/rewind-damaged.jsonl")
+    p = run("import", fixture, env={"SESSIONGRAPH_DB": "~/stores/s.db", "HOME": str(home)})
     assert p.returncode == 0, p.stderr
     assert (home / "stores" / "s.db").exists() and not (tmp_path / "~").exists()
+    p = run("sessions", env={"SESSIONGRAPH_DB": "~/stores/s.db", "HOME": str(home)})
+    assert p.returncode == 0 and "…c3d4e5f6" in p.stdout, p.stderr
     db = str(tmp_path / "q.db")
     p = run(
         "--db",

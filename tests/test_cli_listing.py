@@ -29,6 +29,7 @@ def run(db: Path, *args: str, columns: int = 80) -> subprocess.CompletedProcess[
 
 
 def test_an_empty_store_says_how_to_fill_it(tmp_path: Path) -> None:
+    SqliteStore(tmp_path / "s.db").close()  # made, with nothing imported yet
     out = run(tmp_path / "s.db", "sessions").stdout
     assert out.strip() == "no sessions; import some with `sessiongraph import`"
     filtered = run(tmp_path / "s.db", "sessions", "--runtime", "pi").stdout

@@ -159,6 +159,8 @@ def test_the_store_is_found_as_the_typer_command_finds_it(
 def test_an_empty_store_says_how_to_fill_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    (tmp_path / "new").mkdir()
+    SessionStore(tmp_path / "new" / "s.db").close()  # made, with nothing imported yet
     args = ["--db", str(tmp_path / "new" / "s.db"), "sessions"]
     got = by_launch(args, capsys, monkeypatch)
     assert got == ("no sessions; import some with `sessiongraph import`\n", "", 0)

@@ -71,6 +71,7 @@ def test_only_the_named_command_is_built(tmp_path: Path) -> None:
     root = lazy_command(app)
     assert isinstance(root.commands, LazyCommands)
     assert "sessions" in root.commands and "memory" in list(root.commands)
+    SessionStore(tmp_path / "s.db").close()
     root.main(["--db", str(tmp_path / "s.db"), "sessions"], standalone_mode=False)
     assert set(root.commands.built()) == {"sessions"}
 

@@ -146,14 +146,19 @@ def _root(
     ctx.obj = {"db": target, "db_arg": db}
 
 
-def open_store(ctx: typer.Context | None) -> BaseStore:
+def open_store(ctx: typer.Context | None, *, create: bool = True) -> BaseStore:
     """Open the store the command line names (``--db``: a SQLite file or a ``postgresql://`` URL).
 
+    Args:
+        ctx: The command's context (its root holds ``--db``).
+        create: Make the SQLite file when it is missing; False for a command that only reads
+            (or changes what is stored already), which refuses a missing file instead.
+
     Raises:
-        CommandLineError: the file or its folder cannot be created or opened, or the database
-            cannot be reached.
+        CommandLineError: the file or its folder cannot be created or opened, it is missing and
+            ``create`` is False, or the database cannot be reached.
     """
-    return open_target(ctx.obj["db"] if ctx and ctx.obj else default_db())
+    return open_target(ctx.obj["db"] if ctx and ctx.obj else default_db(), create=create)
 
 
 def _dump(data: Any) -> None:
@@ -241,7 +246,7 @@ def sessions(
     the tips and forks). An empty store says how to fill it.
     """
     list_sessions(
-        open_store(ctx),
+        open_store(ctx, create=False),
         limit=limit,
         runtime=runtime,
         project=_project(project),
@@ -284,7 +289,7 @@ def search(
     from rich.padding import Padding
     from rich.text import Text
 
-    store = open_store(ctx)
+    store = open_store(ctx, create=False)
     sid = None if session is None else resolve_session(store, session).id
     hits = store.search(
         query,
@@ -432,7 +437,7 @@ def show(
     ] = "tree",
 ) -> None:
     """Show a session's tree: forks, rewound nodes, summaries, the head and markers per provider."""
-    store = open_store(ctx)
+    store = open_store(ctx, create=False)
     s = resolve_session(store, session)
     if format in ("svg", "dot"):
         from graph import drawing
@@ -484,7 +489,7 @@ def pending(
     """
     _not_empty("--provider", provider)
     _not_empty("--value", value)
-    store = open_store(ctx)
+    store = open_store(ctx, create=False)
     s = resolve_session(store, session)
     start = resolve_node(store, s.id, head) if head else None
     # One tip at a time, its nodes read in chunks: memory stays bounded on a 1e6-node session.
@@ -592,7 +597,7 @@ def mark(
     _not_empty("--value", value)
     if not nodes and not all_pending:
         raise CommandLineError("mark", "no nodes given: name NODE ids, or pass --pending")
-    store = open_store(ctx)
+    store = open_store(ctx, create=False)
     s = resolve_session(store, session)
     ids = [resolve_node(store, s.id, n) for n in nodes or []]
     if all_pending:
@@ -618,7 +623,7 @@ def rm(
 
     Asks first, unless --yes. What a consumer (memory) made of the session is not touched.
     """
-    store = open_store(ctx)
+    store = open_store(ctx, create=False)
     s = resolve_session(store, session)
     family = [s.id]
     for sid in family:

@@ -430,7 +430,7 @@ def export_command(
         raise CommandLineError(
             f"-o {output}", "exists and is not a session bundle; it is left as it is"
         )
-    store = open_store(ctx)
+    store = open_store(ctx, create=False)
     s = resolve_session(store, session)
     try:
         size = export_session(store, s.id, output, spawned=spawned)

@@ -111,12 +111,18 @@ def target_of(db: str | None) -> Path | str:
     return (db if is_postgres_url(db) else _expand(db)) if db else default_db()
 
 
-def open_target(target: Path | str) -> BaseStore:
+def open_target(target: Path | str, *, create: bool = True) -> BaseStore:
     """Open the store ``target`` names: a SQLite file or a ``postgresql://`` URL.
 
+    Args:
+        target: The file or URL.
+        create: Make a new SQLite file where none is (the commands that store something); the
+            commands that only read refuse a missing file instead, so a mistyped ``--db`` is named
+            rather than answered from a new, empty store left behind.
+
     Raises:
-        CommandLineError: the file or its folder cannot be created or opened, or the database
-            cannot be reached.
+        CommandLineError: the file or its folder cannot be created or opened, the file is missing
+            and ``create`` is False, or the database cannot be reached.
     """
     from graph.errors import StoreError
     from graph.store import is_postgres_url
@@ -130,6 +136,11 @@ def open_target(target: Path | str) -> BaseStore:
     path = Path(target)
     if path.is_dir():
         raise CommandLineError(f"--db {path}", "is a directory, not a store file")
+    if not create and str(path) != ":memory:" and not path.exists():
+        raise CommandLineError(
+            f"--db {path}",
+            "no store there yet (`sessiongraph import FILE` makes one; check the path)",
+        )
     try:
         return open_store_at(path)
     except OSError as e:
@@ -381,6 +392,8 @@ class QuickCommand:
         store_later: Give the function, instead of the store, a function that opens it (once; it is
             closed afterwards), for a command that judges its other inputs first, as its typer
             command does.
+        creates: Make the store when its file is missing (else the command refuses it: see
+            :func:`open_target`).
     """
 
     name: str
@@ -391,6 +404,7 @@ class QuickCommand:
     texts: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
     group_texts: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
     store_later: bool = False
+    creates: bool = False
 
     def parse(self, words: list[str]) -> tuple[list[str], dict[str, Any]] | None:
         """The arguments and options of ``words`` (what follows the first word of the name), or None.
@@ -565,7 +579,7 @@ def run(args: list[str]) -> bool:
 
         def store() -> BaseStore:
             if not opened:
-                opened.append(open_target(target))
+                opened.append(open_target(target, create=command.creates))
             return opened[0]
 
         try:

@@ -51,7 +51,7 @@ def _dump(data: Any) -> None:
 
 
 def _store(ctx: typer.Context) -> BaseStore:
-    store = open_store(ctx)
+    store = open_store(ctx, create=False)
     ctx.call_on_close(store.close)
     return store
 

@@ -93,6 +93,7 @@ MEMORY_STATUS = QuickCommand(
         "--views": ("views", None),
     },
     store_later=True,
+    creates=True,
 )
 """``memory [-w DIR|URL] [--views DIR] status [--full] [--json]``: the workspace is judged before
 the store is opened, as the typer group's callback does."""
