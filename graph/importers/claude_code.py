@@ -1680,6 +1680,8 @@ class _Plan:
     origin: dict[str, Any]
     """The newest ``cwd``, ``version`` and ``gitBranch`` of the file's entries (:func:`_origin`)."""
     report_marks: tuple[int, int, int, int]
+    stored: list[str]
+    """The main entries stored before this import (only their artifact flags can need a change)."""
 
 
 def _report_marks(report: FileReport) -> tuple[int, int, int, int]:
@@ -1785,6 +1787,7 @@ def _plan_main(store: BaseStore, t: _Transcript, report: FileReport) -> _Plan:
         seen=seen,
         origin=origin,
         report_marks=marks,
+        stored=[u for u in main if apart.get(u, u) in known] if known else [],
     )
 
 
@@ -1832,7 +1835,8 @@ def _apply_main(
     report.nodes_added += _write_specs(
         store, t, sid, plan.nodes, nid(head) if head is not None else None
     )
-    _restamp(store, sid, [nid(u) for u in main], {nid(u) for u in plan.artifacts})
+    if plan.stored:  # (the nodes this import wrote have their flags already)
+        _restamp(store, sid, [nid(u) for u in plan.stored], {nid(u) for u in plan.artifacts})
     for point, abandoned in _rewinds(t, main, pred, head):
         stamp_subtrees(store, sid, nid(point), [nid(a) for a in abandoned])
     _note_off_branch(t, main, pred, head, plan.artifacts, report)
