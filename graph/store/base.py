@@ -567,14 +567,6 @@ class BaseStore(ABC):
         """Set the session's spawn link (and the runtime and project it takes from its parent)."""
 
     @abstractmethod
-    def _db_set_node_metadata(self, session_id: str, node_id: str, metadata: bytes) -> None:
-        """Replace a stored node's metadata payload (content never changes).
-
-        Every other handle's next refresh drops its decoded model of the node; the caller bumps
-        the session's counter.
-        """
-
-    @abstractmethod
     def _db_update_session(self, session_id: str, head: str | None, updated_at: int | None) -> int:
         """Set the head and bump the change counter; return the counter.
 
@@ -692,7 +684,11 @@ class BaseStore(ABC):
 
     @abstractmethod
     def _db_set_flags(self, session_id: str, rows: Sequence[NodeRow]) -> None:
-        """Replace the ``bits`` and ``metadata`` of stored rows (same ids), and record the change."""
+        """Replace the ``bits`` and ``metadata`` of stored rows (same ids), and record the change.
+
+        Content and links never change. Every other handle's next refresh reads the rows' bits
+        again and drops its decoded models of them (their metadata may be what changed).
+        """
 
     @abstractmethod
     def _db_delete_sessions(self, session_ids: Sequence[str]) -> None:
@@ -1012,8 +1008,8 @@ class BaseStore(ABC):
         idx = self._index(session_id)
         roots = [n for n, p in idx.pred.items() if p is None]
         parents = self._index(parent_session).pred
-        changed: list[str] = []
-        for nid, row in self._db_rows(roots).items():
+        changed: list[NodeRow] = []
+        for row in self._db_rows(roots).values():
             if row.metadata == _EMPTY_METADATA:
                 continue
             meta = decode(row.metadata)
@@ -1022,11 +1018,11 @@ class BaseStore(ABC):
                 continue
             del meta["dangling_parent"]
             meta["parent_in_session"] = {"node": named, "session": parent_session}
-            self._db_set_node_metadata(session_id, nid, encode(meta))
-            changed.append(nid)
+            changed.append(row._replace(metadata=encode(meta)))
         if changed:
+            self._db_set_flags(session_id, changed)
             idx.rev = self._db_update_session(session_id, idx.head, None)
-            idx.changed(changed)
+            idx.changed(r.id for r in changed)
 
     def spawns(self, session_id: str) -> list[Session]:
         """Return the sessions spawned from nodes of ``session_id``, most recently updated first."""

@@ -216,11 +216,6 @@ class MemorySessionStore(BaseStore):
         s["spawned_from"] = spawned_from
         s["parent_session"] = parent_session
 
-    def _db_set_node_metadata(self, session_id: str, node_id: str, metadata: bytes) -> None:
-        row = self._nodes[node_id]
-        self._log(lambda: self._nodes.__setitem__(node_id, row))
-        self._nodes[node_id] = row._replace(metadata=metadata)
-
     def _db_update_session(self, session_id: str, head: str | None, updated_at: int | None) -> int:
         s = self._sessions[session_id]
         old = dict(s)

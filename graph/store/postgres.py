@@ -478,6 +478,7 @@ class PostgresSessionStore(BaseStore):
                 index.add_marks(provider, value, (nid,))
             index.stamp_rewound([r[0] for r in stamps])
             index.set_artifact((nid, is_artifact(b)) for nid, b in flags)
+            index.changed(nid for nid, _ in flags)  # (their metadata may be what changed)
         assert rev is not None
         index.rev, index.head = rev, head
 
@@ -592,16 +593,6 @@ class PostgresSessionStore(BaseStore):
                 "UPDATE sessions SET spawned_from = %s, parent_session = %s, runtime = %s,"
                 " project = %s WHERE id = %s",
                 (spawned_from, parent_session, *self._origin(meta, parent_session), session_id),
-            )
-
-    def _db_set_node_metadata(self, session_id: str, node_id: str, metadata: bytes) -> None:
-        with _translated():
-            rev = self._bump(session_id)
-            # Stamped with the new revision: another connection's refresh reads the row again and
-            # drops its decoded model.
-            self.conn.execute(
-                "UPDATE nodes SET metadata = %s, rev = %s WHERE id = %s AND session_id = %s",
-                (metadata, rev, node_id, session_id),
             )
 
     def _bump(self, session_id: str) -> int:

@@ -360,11 +360,13 @@ def _v6_search_queue(db: sqlite_utils.Database) -> None:
 
 
 def _v7_flagged(db: sqlite_utils.Database) -> None:
-    """Version 7: ``flagged`` records nodes whose artifact flag changed after they were appended.
+    """Version 7: ``flagged`` records nodes whose row was rewritten after they were appended.
 
-    :meth:`~graph.store.base.BaseStore.set_artifact` rewrites a row's ``bits`` and ``metadata`` in
-    place (its ``seq`` stays: the search index is keyed by it) and adds one row here, so another
-    store's cached index reads only the flags changed since it last looked. A file without the
+    :meth:`~graph.store.base.BaseStore.set_artifact` (an artifact flag) and
+    :meth:`~graph.store.base.BaseStore.link_spawn` (a root's settled parent note) rewrite a row's
+    ``bits`` and ``metadata`` in place (its ``seq`` stays: the search index is keyed by it) and add
+    one row here, so another store's cached index reads only those rows again (their bits, and
+    drops their decoded models) since it last looked. A file without the
     table has no such change to read.
     """
     db.execute(
@@ -659,6 +661,7 @@ class SessionStore(BaseStore):
                     flags.append((nid, is_artifact(b)))
                     index.flag_seq = seq
                 index.set_artifact(flags)
+                index.changed(n for n, _ in flags)  # (their metadata may be what changed)
                 index.rev, index.head = row
 
     def _catch_up_marks(self, index: SessionIndex) -> None:
@@ -927,20 +930,6 @@ class SessionStore(BaseStore):
                 "UPDATE sessions SET spawned_from=?, parent_session=?, runtime=?, project=?"
                 " WHERE id=?",
                 (spawned_from, parent_session, *self._origin(meta, parent_session), session_id),
-            )
-
-    def _db_set_node_metadata(self, session_id: str, node_id: str, metadata: bytes) -> None:
-        with _translated():
-            self.conn.execute(
-                "UPDATE nodes SET metadata=? WHERE id=? AND session_id=?",
-                (metadata, node_id, session_id),
-            )
-            # A refresh reads only rows added since (by seq), so another connection would keep its
-            # decoded model: counted as a deletion, its next refresh builds the index anew (rare:
-            # only link_spawn rewrites a row).
-            self.conn.execute(
-                "INSERT INTO meta (key, value) VALUES ('deletions', '1') ON CONFLICT (key)"
-                " DO UPDATE SET value = CAST(value AS INTEGER) + 1"
             )
 
     def _db_update_session(self, session_id: str, head: str | None, updated_at: int | None) -> int:

@@ -285,7 +285,8 @@ def test_link_spawn_settles_a_dangling_parent_note(
     store.add_nodes(child, nodes, head="a2")
     store.mark(child, ["a1"], "memory", "ws")
     other = store_handles()
-    assert other.node("a1").metadata["dangling_parent"] == "t2"  # kept decoded by that handle
+    assert other.node("a1").metadata["dangling_parent"] == "t2"
+    assert other.branch(child, "a2")[0].metadata["dangling_parent"] == "t2"  # kept decoded there
     before = store.session(child).updated_at
     store.link_spawn(child, "t2", trunk)
     for handle in (store, other, store_handles()):
@@ -297,6 +298,7 @@ def test_link_spawn_settles_a_dangling_parent_note(
         assert b1.metadata == {"dangling_parent": "nowhere"}, "names no node of the trunk"
         assert handle.session(child).updated_at == before
         assert handle.session(child).spawned_from == "t2"
+        assert handle.branch(child, "a2")[0].metadata == a1.metadata
 
 
 def test_delete_session_removes_it_and_its_spawns_in_one_transaction(store: BaseStore) -> None:
