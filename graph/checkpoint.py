@@ -14,7 +14,10 @@ The mapping:
 - A **thread** is a session whose id is the ``thread_id``. A **checkpoint namespace** (a subgraph,
   ``"node:task"``, nested with ``|``) is a session of its own, id ``"<thread_id>#<checkpoint_ns>"``,
   spawned from the node of its parent namespace's checkpoint (``metadata["parents"]``) when that is
-  stored, a plain session otherwise.
+  stored, a plain session otherwise. A thread id holding ``#`` is escaped behind a leading ``#``
+  (:func:`session_id_of`: thread ``"a#x"`` is session ``"#a%23x"``, never thread ``"a"``'s
+  namespace ``"x"``); such a thread stored under the earlier mapping keeps its session. A
+  ``checkpoint_ns`` of None is the root namespace ``""``, as LangGraph's default.
 - A **checkpoint** is an ``event`` node (role ``system``, id ``"<session>/<checkpoint_id>"``) whose
   branch leads back to its parent checkpoint's node: its predecessor is the parent checkpoint, or the
   last of the message nodes this checkpoint added after the parent. A checkpoint without a parent is
@@ -47,8 +50,23 @@ The mapping:
   checkpoint's (``RemoveMessage``, a summarization step) are covered by an inline **compaction
   summary** whose text is the state's ``summary`` channel when it is a string. The message nodes
   are never deleted, so ``pending()``, ``pending_by_tip()`` and the memory writer work on a
-  LangGraph thread exactly as on an imported transcript. A message edited in place (same id, new
-  content) keeps its first node: node content is immutable.
+  LangGraph thread exactly as on an imported transcript.
+- A message **edited in place** (same id, new content: ``add_messages`` replaced it, as an
+  ``update_state`` fixing a typo does) gets a node for its new version, node content being
+  immutable: id ``.../m/<message id>@<checkpoint_id>``, at the point of the edit on the
+  checkpoint's branch (after the parent checkpoint, before the messages new in this one),
+  ``metadata["langgraph"]["replaces"]`` naming the node it replaces. ``pending()`` hands it once;
+  a consumer that wrote the old version reads the old node's id there. The model-visible context
+  holds both, the old version where it was said and the new one after it. The later checkpoints
+  list the new node; a message whose text is its node's adds nothing, so re-putting a checkpoint
+  stays idempotent and the nodes of threads stored before keep their ids.
+- A **subgraph's own messages** (the nodes its namespace's session adds) are its turns. When its
+  parent namespace's next checkpoint lists them (a subgraph sharing ``messages``), the parent's
+  nodes of them are copies: ``metadata["langgraph"]["copy_of"]`` names the subgraph's node and
+  ``metadata["scheduled"]`` keeps them from being eligible (as Claude Code's sub-agent turns live in
+  their spawned sessions), so draining every session of a thread delivers each turn once, while the
+  parent's branch and context still hold them. The saver knows a subgraph's messages from its
+  checkpoints put (or resumed) through it, in this process.
 - Checkpoint payloads are kept as LangGraph's serializer writes them (``serde.dumps_typed``): the
   checkpoint, its metadata and each pending write, never re-encoded into the store's codec. Puts
   encode and reads decode them as the serializer does, byte for byte, each distinct message once
@@ -159,8 +177,31 @@ def _role(message: Any) -> Role | None:
 
 
 def session_id_of(thread_id: str, checkpoint_ns: str = "") -> str:
-    """Return the id of the session that holds ``thread_id``'s checkpoints of ``checkpoint_ns``."""
-    return thread_id if not checkpoint_ns else f"{thread_id}#{checkpoint_ns}"
+    """Return the id of the session that holds ``thread_id``'s checkpoints of ``checkpoint_ns``.
+
+    A thread id without ``#`` is the session id (with ``"#<checkpoint_ns>"`` after it for a
+    namespace). A thread id holding ``#`` is escaped (``%`` as ``%25``, ``#`` as ``%23``) behind a
+    leading ``#``, which no other thread's session id starts with (a thread id is never empty):
+    so thread ``"a"`` with namespace ``"x"`` (``"a#x"``) and thread ``"a#x"`` (``"#a%23x"``) are two
+    sessions. A thread stored under the earlier mapping (``"a#x"`` for thread ``"a#x"``) keeps its
+    session: the saver finds it by its metadata (:meth:`SessionGraphSaver.session_id`).
+
+    Example:
+        >>> session_id_of("t", "sub:1"), session_id_of("a#x"), session_id_of("a#x", "n")
+        ('t#sub:1', '#a%23x', '#a%23x#n')
+    """
+    root = (
+        thread_id
+        if "#" not in thread_id
+        else "#" + thread_id.replace("%", "%25").replace("#", "%23")
+    )
+    return root if not checkpoint_ns else f"{root}#{checkpoint_ns}"
+
+
+def _ns(conf: Mapping[str, Any]) -> Any:
+    """A config's ``checkpoint_ns``: None (``"checkpoint_ns": None``) is the root, ``""``."""
+    ns = conf.get("checkpoint_ns")
+    return "" if ns is None else ns
 
 
 class _Row(NamedTuple):
@@ -873,10 +914,11 @@ def _payloads_of(store: BaseStore) -> _Payloads:
 
 
 def _rethread(node_id: str, src: str, dst: str, session_id: str) -> str:
-    """The id of ``node_id``'s copy when thread ``src`` is copied to ``dst`` (into ``session_id``).
+    """The id of ``node_id``'s copy when a thread is copied (into ``session_id``).
 
-    The saver's ids start with their session's id, which starts with the thread id; a node some
-    other writer added to the session keeps its id under ``"<session>/x/"``.
+    ``src`` and ``dst`` are the session ids of the two threads' root namespace. The saver's ids
+    start with their session's id, which starts with that root's; a node some other writer added
+    to the session keeps its id under ``"<session>/x/"``.
     """
     if node_id.startswith((src + "/", src + "#")):
         return dst + node_id[len(src) :]
@@ -966,6 +1008,9 @@ def _checked(checkpoint: Any, checkpoint_id: str) -> Checkpoint:
     return cast(Checkpoint, checkpoint)
 
 
+_TEXTS_KEPT = 1 << 16
+"""Message node texts a saver keeps at most (to tell an edited message from the one it replaces)."""
+
 _PAUSE_AT = 8192
 """Bytes of a checkpoint payload from which its decoding pauses the collector (about 30 messages)."""
 
@@ -1015,6 +1060,42 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         self._payloads: _Payloads
         self._payloads = _payloads_of(store)
         self._memo = MessageMemo(self.serde)
+        self._legacy: dict[tuple[str, str], str] = {}
+        """Session ids of threads holding ``#``, as :meth:`session_id` found them."""
+        self._texts: dict[str, str] = {}
+        """The text of message nodes this saver stored or read: what an edit is told apart from."""
+        self._subs: dict[tuple[str, str, str], dict[str, str]] = {}
+        """(thread, parent namespace, parent checkpoint) -> message id -> node: the messages a
+        subgraph spawned from that checkpoint added (the turns its parent's state copies)."""
+
+    def session_id(self, thread_id: str, checkpoint_ns: str = "") -> str:
+        """Return the id of the session holding ``thread_id``'s checkpoints of ``checkpoint_ns``.
+
+        :func:`session_id_of`, except for a thread id holding ``#`` whose session a saver of the
+        earlier mapping stored (id ``"<thread_id>[#<checkpoint_ns>]"``, its metadata naming this
+        thread and namespace): that session goes on holding it, so an older store reads and
+        continues as it did.
+        """
+        sid = session_id_of(thread_id, checkpoint_ns)
+        if "#" not in thread_id:
+            return sid
+        key = (thread_id, checkpoint_ns)
+        known = self._legacy.get(key)
+        if known is not None:
+            return known
+        legacy = f"{thread_id}#{checkpoint_ns}" if checkpoint_ns else thread_id
+        try:
+            info = self.store.session(legacy).metadata.get("langgraph")
+        except GraphError:
+            info = None
+        if (
+            isinstance(info, dict)
+            and info.get("thread_id") == thread_id
+            and info.get("checkpoint_ns", "") == checkpoint_ns
+        ):
+            sid = legacy
+        self._legacy[key] = sid
+        return sid
 
     # ------------------------------------------------------------------ versions
 
@@ -1084,7 +1165,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             CodecError: a stored payload of that checkpoint does not decode (named in the message).
         """
         conf = config["configurable"]
-        thread, ns = str(conf["thread_id"]), conf.get("checkpoint_ns", "")
+        thread, ns = str(conf["thread_id"]), _ns(conf)
         cid = get_checkpoint_id(config)
         if _unstorable(thread, ns, cid):
             return None
@@ -1147,7 +1228,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
     def _parent_ready(self, config: RunnableConfig, metadata: CheckpointMetadata) -> bool:
         """False while a new namespace's parent checkpoint (``metadata["parents"]``) is not stored."""
         conf = config["configurable"]
-        ns = str(conf.get("checkpoint_ns", ""))
+        ns = str(_ns(conf))
         if not ns:
             return True
         thread = str(conf["thread_id"])
@@ -1156,14 +1237,14 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         if not parent_cid or self._payloads.get(thread, parent_ns, parent_cid) is not None:
             return True
         try:
-            self.store.session(session_id_of(thread, ns))
+            self.store.session(self.session_id(thread, ns))
         except GraphError:
             return False
         return True
 
     def _session(self, thread: str, ns: str, metadata: CheckpointMetadata) -> str:
         """Return the session of (thread, namespace), creating (or spawning) it when missing."""
-        sid = session_id_of(thread, ns)
+        sid = self.session_id(thread, ns)
         if sid in self._known:
             try:
                 self.store.index(sid)
@@ -1239,8 +1320,14 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
 
         new_ids: set[str] = set()
 
-        def message(m: Any, mid: str | None) -> None:
-            """List one message, adding its node when the parent's list lacks it."""
+        subs = (
+            self._subs.get((parent.thread_id, parent.checkpoint_ns, parent.checkpoint_id), {})
+            if parent is not None
+            else {}
+        )
+
+        def message(m: Any, mid: str | None, replaces: str | None = None) -> None:
+            """List one message, adding its node when the parent's list lacks it (or said it else)."""
             role = _role(m)
             if mid is None or role is None:
                 return
@@ -1256,11 +1343,18 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                     again += 1
                     nid = f"{sid}/m/{mid}@{cid}.{again}"
             info: dict[str, Any] = {"message_id": mid, "checkpoint_id": cid}
+            meta: dict[str, Any] = {"langgraph": info}
+            if replaces is not None:
+                info["replaces"] = replaces
+            elif mid in subs:  # a subgraph's turn, back in its parent's state
+                info["copy_of"] = subs[mid]
+                meta["scheduled"] = True  # (not eligible: the subgraph's node is the turn)
             calls = _field(m, "tool_calls")
             if isinstance(calls, list) and calls:
                 info["tool_calls"] = [_storable(str(_call_name(c))) for c in calls]
-            add(nid, kind=Kind.MESSAGE, role=role, content=content, metadata={"langgraph": info})
+            add(nid, kind=Kind.MESSAGE, role=role, content=content, metadata=meta)
             new_ids.add(nid)
+            self._texts[nid] = content
             listed.append((mid, nid))
 
         messages = values.get("messages")
@@ -1268,7 +1362,14 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             listed = list(inherited)
         elif _extends(messages, inherited):
             # The usual step (add_messages appended to the parent's list): only the tail is new.
+            edited = self._edited(list(zip(messages, (n for _, n in inherited), strict=False)))
             listed = list(inherited)
+            for i in edited:  # a message of the parent's list edited in place: its new version
+                said_as, old = inherited[i]
+                before = len(listed)
+                message(messages[i], said_as, replaces=old)
+                if len(listed) > before:
+                    listed[i] = listed.pop()
             for i, m in enumerate(messages[len(inherited) :], start=len(inherited)):
                 message(m, _message_id(m, i))
         else:
@@ -1303,11 +1404,19 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                         metadata={"langgraph": {"checkpoint_id": cid, "removed": len(removed)}},
                     )
                     new_ids.add(summary_id)
+            edits = set(
+                self._edited([(m, n) for m, n in zip(messages, kept, strict=True) if n is not None])
+            )
+            j = 0  # the place of a kept message among the kept ones
             for m, mid, node in zip(messages, said, kept, strict=True):
                 if node is None:
                     message(m, mid)
+                    continue
+                if j in edits:
+                    message(m, mid, replaces=node)
                 elif mid is not None:
                     listed.append((mid, node))
+                j += 1
         source, step = metadata.get("source"), metadata.get("step")
         add(
             node_id,
@@ -1324,6 +1433,31 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             },
         )
         return nodes, tuple(listed)
+
+    def _edited(self, pairs: builtins.list[tuple[Any, str]]) -> builtins.list[int]:
+        """The places in ``pairs`` (message, its node) where the message's text is not its node's.
+
+        A message edited in place (``add_messages`` replaced it by one of the same id). The nodes'
+        texts are kept as this saver stores or reads them (:attr:`_texts`), read from the store
+        once otherwise.
+        """
+        texts = self._texts
+        missing = [n for _, n in pairs if n not in texts]
+        if missing:
+            if len(texts) + len(missing) > _TEXTS_KEPT:
+                texts.clear()
+            by_session: dict[str, builtins.list[str]] = {}
+            for found, owner in self.store.locate(missing).items():
+                by_session.setdefault(owner, []).append(found)
+            for session, ids in by_session.items():
+                for stored in self.store.nodes(session, ids):
+                    texts[stored.id] = stored.text
+        out = []
+        for i, (m, node) in enumerate(pairs):
+            known = texts.get(node)
+            if known is not None and _text(_field(m, "content")) != known:
+                out.append(i)
+        return out
 
     def _stored_as(self, node_id: str, role: Role, text: str) -> bool:
         """Whether the stored node ``node_id`` says ``text`` as ``role`` (a message put again)."""
@@ -1378,7 +1512,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
     ) -> tuple[_Row, int]:
         """Store one checkpoint (payload given as stored by LangGraph, or serialized here)."""
         conf = config["configurable"]
-        thread, ns = _named(conf["thread_id"], conf.get("checkpoint_ns", ""))
+        thread, ns = _named(conf["thread_id"], _ns(conf))
         cid = checkpoint["id"]
         parent_id = conf.get("checkpoint_id")
         type_, blob = stored if stored is not None else self._codec.dumps(checkpoint)
@@ -1412,6 +1546,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                     # the compare (is this checkpoint after the head's?) and the swap happen in
                     # this one write transaction, against the head as it is stored now
                     added = len(self.store.add_nodes(sid, nodes, head=node_id if moves else HEAD))
+                    if ns:
+                        self._keep_subgraph_turns(thread, ns, metadata, sid, nodes, parent)
                 row = _Row(
                     thread,
                     ns,
@@ -1429,6 +1565,40 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             self._payloads.put(row)
         self._remember(row)
         return row, added
+
+    def _keep_subgraph_turns(
+        self,
+        thread: str,
+        ns: str,
+        metadata: CheckpointMetadata,
+        sid: str,
+        nodes: Sequence[Node],
+        parent: _Row | None,
+    ) -> None:
+        """Remember the messages a subgraph's checkpoint added, under its parent's checkpoint.
+
+        The parent namespace's next checkpoint lists them again (the subgraph's result merged into
+        its state): its nodes of them are copies (:meth:`_graph_nodes`). A subgraph resumed in
+        another process than the one that began it starts from its parent checkpoint's list.
+        """
+        parent_ns = ns.rsplit("|", 1)[0] if "|" in ns else ""
+        parent_cid = (metadata.get("parents") or {}).get(parent_ns)
+        if not parent_cid:
+            return
+        key = (thread, parent_ns, str(parent_cid))
+        turns = self._subs.get(key)
+        if turns is None:
+            if len(self._subs) >= 256:
+                self._subs.clear()
+            turns = self._subs[key] = {}
+            own = sid + "/"
+            for mid, nid in parent.messages if parent is not None else ():
+                if nid.startswith(own):
+                    turns[mid] = nid
+        for n in nodes:
+            info = n.metadata.get("langgraph")
+            if n.kind is Kind.MESSAGE and isinstance(info, dict):
+                turns[str(info["message_id"])] = str(info.get("copy_of") or n.id)
 
     def _parent(self, thread: str, ns: str, cid: str, nodes: Mapping[str, Any]) -> _Row | None:
         """The parent checkpoint's row (from the recent puts when its node is still stored)."""
@@ -1602,7 +1772,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         """
         conf = config["configurable"]
         key = (
-            *_named(conf["thread_id"], conf.get("checkpoint_ns", "")),
+            *_named(conf["thread_id"], _ns(conf)),
             str(conf["checkpoint_id"]),
         )
         rows = []
@@ -1618,10 +1788,10 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
     # ------------------------------------------------------------------ deletion and copies
 
     def _sessions_of(self, thread: str) -> builtins.list[str]:
-        sids = {session_id_of(thread, ns) for ns in self._payloads.namespaces(thread)}
+        sids = {self.session_id(thread, ns) for ns in self._payloads.namespaces(thread)}
         try:
-            self.store.session(thread)
-            sids.add(thread)
+            self.store.session(self.session_id(thread))
+            sids.add(self.session_id(thread))
         except GraphError:
             pass
         return sorted(sids, key=len)
@@ -1634,6 +1804,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         with self._lock:
             self._known.clear()
             self._recent.clear()
+            self._legacy.clear()
             with self.store.atomic():
                 for sid in self._sessions_of(thread):
                     try:
@@ -1658,7 +1829,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                     if (thread, ns, r.checkpoint_id) not in doomed
                 ]
                 if left:
-                    self.store.set_head(session_id_of(thread, ns), left[0].node_id)
+                    self.store.set_head(left[0].session_id, left[0].node_id)
             self._payloads.delete(keys)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
@@ -1699,11 +1870,11 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             writes: dict[tuple[str, str, str], builtins.list[_Write]] = {}
             with self.store.atomic():
                 for ns in self._payloads.namespaces(src):
-                    old_sid, new_sid = session_id_of(src, ns), session_id_of(dst, ns)
+                    old_sid, new_sid = self.session_id(src, ns), self.session_id(dst, ns)
                     self._copy_session(old_sid, new_sid, src, dst, ns)
 
                     def moved(nid: str, new: str = new_sid) -> str:
-                        return _rethread(nid, src, dst, new)
+                        return _rethread(nid, self.session_id(src), self.session_id(dst), new)
 
                     rows = list(self._payloads.rows(src, ns, None, None))
                     got = self._payloads.writes([(src, ns, r.checkpoint_id) for r in rows])
@@ -1737,8 +1908,9 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         meta = {"langgraph": {"thread_id": dst, "checkpoint_ns": ns, "copied_from": src}}
         title = f"LangGraph thread {dst}" + (f" {ns}" if ns else "")
         spawned = source.spawned_from
-        parent_sid = session_id_of(dst, ns.rsplit("|", 1)[0] if "|" in ns else "")
-        new_from = _rethread(spawned, src, dst, parent_sid) if spawned else None
+        parent_sid = self.session_id(dst, ns.rsplit("|", 1)[0] if "|" in ns else "")
+        src_root, dst_root = self.session_id(src), self.session_id(dst)
+        new_from = _rethread(spawned, src_root, dst_root, parent_sid) if spawned else None
         if new_from is not None and new_from in self.store.index(parent_sid).pred:
             self.store.spawn(parent_sid, new_from, id=new_sid, title=title, metadata=meta)
         else:
@@ -1746,7 +1918,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         idx = self.store.index(old_sid)
 
         def moved(nid: str) -> NodeId:
-            return NodeId(_rethread(nid, src, dst, new_sid))
+            return NodeId(_rethread(nid, src_root, dst_root, new_sid))
 
         nodes = []
         for n in self.store.nodes(old_sid, list(idx.pred)):
