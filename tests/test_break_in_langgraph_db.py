@@ -341,3 +341,53 @@ def test_a_file_of_the_schema_before_task_path_imports(saved: Path, tmp_path: Pa
     assert report.skipped == [] and report.session_ids == ["t1", "t2"]
     assert dump(store) == dump(whole)
     assert store.has_session("t1")
+
+
+ID_TEXTS: dict[str, str] = {
+    "thread_id": f"UPDATE checkpoints SET thread_id = CAST(X'7431ff' AS TEXT) WHERE checkpoint_id = {THIRD}",
+    "checkpoint_ns": f"UPDATE checkpoints SET checkpoint_ns = CAST(X'80' AS TEXT) WHERE checkpoint_id = {THIRD}",
+    "checkpoint_id": f"UPDATE checkpoints SET checkpoint_id = CAST(X'31ff' AS TEXT) WHERE checkpoint_id = {THIRD}",
+}
+
+
+@pytest.mark.parametrize("sql", list(ID_TEXTS.values()), ids=list(ID_TEXTS))
+def test_a_checkpoint_id_column_that_is_no_utf8_is_skipped_and_reported(
+    saved: Path, tmp_path: Path, sql: str
+) -> None:
+    """Before, one such row failed the whole file (sqlite3 could not decode the column)."""
+    whole = MemorySessionStore()
+    import_file(whole, saved)
+    store = MemorySessionStore()
+    report = import_file(store, _changed(saved, tmp_path, sql))
+    assert len(report.skipped) == 1  # (row 3, or last when its checkpoint id sorts there)
+    assert "UTF-8" in report.skipped[0][1]
+    assert report.session_ids == ["t1", "t2"]
+    assert dump(store)["t2"] == dump(whole)["t2"]
+
+
+def test_a_pending_write_whose_task_id_is_no_utf8_is_skipped_and_reported(
+    saved: Path, tmp_path: Path
+) -> None:
+    sql = "UPDATE writes SET task_id = CAST(X'ff' AS TEXT) WHERE rowid = 1"
+    store = MemorySessionStore()
+    report = import_file(store, _changed(saved, tmp_path, sql))
+    assert len(report.skipped) == 1
+    assert "pending write" in report.skipped[0][1] and "task_id" in report.skipped[0][1]
+    assert report.session_ids == ["t1", "t2"]
+
+
+def test_a_thread_held_by_another_session_is_left_out_and_the_rest_imports(
+    saved: Path,
+) -> None:
+    """Before, the store's own session "t1" (not a LangGraph thread) failed the whole import."""
+    whole = MemorySessionStore()
+    import_file(whole, saved)
+    store = MemorySessionStore()
+    store.create_session("a transcript", id="t1")
+    report = import_file(store, saved)
+    assert report.error is None
+    assert report.session_ids == ["t2"]
+    assert len(report.notes) == 1 and "'t1'" in report.notes[0] and str(saved) in report.notes[0]
+    assert report.dangling == [] and report.skipped == []
+    assert dump(store)["t2"] == dump(whole)["t2"]
+    assert store.node_count("t1") == 0

@@ -119,7 +119,12 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
         number in ``writes``, the reason saying "pending write"). Payload columns are read as
         their bytes whatever their storage class. A checkpoint whose parent is in neither the file nor
         the store (or was left out) is listed in ``dangling`` as (node id, the parent's node id), and one that is
-        its own parent in ``relinked``: the saver stores each as a root.
+        its own parent in ``relinked``: the saver stores each as a root. A row whose id or
+        type column (``thread_id``, ``checkpoint_ns``, ``checkpoint_id``, ``parent_checkpoint_id``,
+        ``task_id``, ``task_path``, ``channel``, ``type``) is no UTF-8 is left out and listed in
+        ``skipped`` the same way. A thread one of whose session ids is held by a session that is
+        not that LangGraph thread (an imported transcript of that id) is left out whole, named
+        in ``notes`` (file, thread, the session in the way); the other threads import.
 
     Raises:
         TranscriptError: the file is not a readable checkpoint database, a writer keeps it locked
@@ -128,7 +133,7 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
     """
     path = Path(path)
     try:
-        from graph.checkpoint import SessionGraphSaver, session_id_of
+        from graph.checkpoint import SessionGraphSaver
     except ImportError as e:  # the optional extra
         raise TranscriptError(
             path, f"reading LangGraph checkpoints needs sessiongraph[langgraph] ({e})"
@@ -137,17 +142,20 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
         conn = _connect(path)
         try:
             checkpoints = conn.execute(
-                # the payloads as their bytes: a column of text that is no UTF-8 fails a row,
-                # not the whole file
-                "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type,"
-                " CAST(checkpoint AS BLOB), CAST(metadata AS BLOB) FROM checkpoints"
-                " ORDER BY checkpoint_id, thread_id, checkpoint_ns"
+                # every text column as its bytes: a column of text that is no UTF-8 fails a
+                # row, not the whole file
+                "SELECT CAST(thread_id AS BLOB), CAST(checkpoint_ns AS BLOB),"
+                " CAST(checkpoint_id AS BLOB), CAST(parent_checkpoint_id AS BLOB),"
+                " CAST(type AS BLOB), CAST(checkpoint AS BLOB), CAST(metadata AS BLOB)"
+                " FROM checkpoints ORDER BY checkpoint_id, thread_id, checkpoint_ns"
             ).fetchall()
             cols = {r[1] for r in conn.execute("PRAGMA table_info(writes)")}
             task_path = "task_path" if "task_path" in cols else "''"
             writes = conn.execute(
-                f"SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, {task_path}, idx,"
-                " channel, type, CAST(value AS BLOB) FROM writes ORDER BY thread_id, checkpoint_ns,"
+                "SELECT CAST(thread_id AS BLOB), CAST(checkpoint_ns AS BLOB),"
+                " CAST(checkpoint_id AS BLOB), CAST(task_id AS BLOB),"
+                f" CAST({task_path} AS BLOB), idx, CAST(channel AS BLOB), CAST(type AS BLOB),"
+                " CAST(value AS BLOB) FROM writes ORDER BY thread_id, checkpoint_ns,"
                 " checkpoint_id, task_id, idx"
             ).fetchall()
         finally:
@@ -162,8 +170,24 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
         raise TranscriptError(path, f"not a LangGraph SqliteSaver database: {e}") from e
     with file_import(path, FORMAT) as (report, _):
         saver = SessionGraphSaver(store)
+        rows = []
+        undecodable = set()
+        for number, row in enumerate(checkpoints, 1):
+            try:
+                rows.append((*_texts(row[:5], _CHECKPOINT_TEXTS), *row[5:]))
+            except ValueError as e:
+                report.skipped.append((number, f"checkpoint row {number}: {e}"))
+                undecodable.add(number)
+                rows.append((None, "", "", None, "", b"", b""))  # (left out: in skipped)
+        refused = _refused(
+            store, saver, {(str(r[0]), r[1] or "") for r in rows if r[0] is not None}
+        )
+        for thread, why in refused.items():
+            report.notes.append(f"{path}: thread {thread!r} skipped: {why}")
         with store.atomic():
-            for number, (thread, ns, _cid, parent, type_, blob, meta) in enumerate(checkpoints, 1):
+            for number, (thread, ns, _cid, parent, type_, blob, meta) in enumerate(rows, 1):
+                if number in undecodable or str(thread) in refused:
+                    continue
                 try:
                     if thread is None:
                         raise ValueError("no thread_id")
@@ -182,14 +206,26 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
                 except (ValueError, TypeError, NotImplementedError, orjson.JSONDecodeError) as e:
                     report.skipped.append((number, f"checkpoint {_cid}: {e}"))
                     continue
-                sid = session_id_of(str(thread), ns or "")
+                sid = saver.session_id(str(thread), ns or "")
                 if sid not in report.session_ids:
                     report.session_ids.append(sid)
-            _report_links(store, [(str(r[0]), r[1] or "", r[2], r[3]) for r in checkpoints], report)
+            _report_links(
+                saver,
+                [(str(r[0]), r[1] or "", r[2], r[3]) for r in rows],
+                report,
+                {n for n, r in enumerate(rows, 1) if str(r[0]) in refused},
+            )
             grouped: dict[tuple[str, str, str], list[tuple[str, str, int, str, str, bytes]]] = {}
-            for number, (thread, ns, cid, task, tpath, idx, channel, type_, value) in enumerate(
-                writes, 1
-            ):
+            for number, raw in enumerate(writes, 1):
+                try:
+                    thread, ns, cid, task, tpath = _texts(raw[:5], _WRITE_TEXTS)
+                    channel, type_ = _texts(raw[6:8], ("channel", "type"))
+                except ValueError as e:
+                    report.skipped.append((number, f"pending write {number}: {e}"))
+                    continue
+                idx, value = raw[5], raw[8]
+                if str(thread) in refused:
+                    continue
                 fault = _write_fault(task, idx, channel, type_, value)
                 if fault:
                     report.skipped.append(
@@ -204,6 +240,48 @@ def import_file(store: BaseStore, path: Path) -> FileReport:
     return report
 
 
+_CHECKPOINT_TEXTS = ("thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "type")
+_WRITE_TEXTS = ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "task_path")
+
+
+def _texts(values: Any, names: tuple[str, ...]) -> tuple[Any, ...]:
+    """Text columns read as their bytes, decoded (NULL stays None).
+
+    Raises:
+        ValueError: a column is no UTF-8 (named, with the bytes it holds).
+    """
+    out = []
+    for name, value in zip(names, values, strict=True):
+        if isinstance(value, bytes):
+            try:
+                value = value.decode()
+            except UnicodeDecodeError as e:
+                raise ValueError(f"its {name} is no UTF-8 ({value!r}: {e.reason})") from e
+        out.append(value)
+    return tuple(out)
+
+
+def _refused(store: BaseStore, saver: Any, keys: set[tuple[str, str]]) -> dict[str, str]:
+    """The threads of ``keys`` (thread, namespace) whose session some other writer holds.
+
+    Returns:
+        thread id -> why, for each thread one of whose session ids is held by a session that is
+        not that LangGraph thread (an imported transcript of that id, another thread's namespace):
+        the saver would refuse its checkpoints, so the thread is left out whole.
+    """
+    refused: dict[str, str] = {}
+    for thread, ns in sorted(keys):
+        if thread in refused or not thread:
+            continue
+        sid = saver.session_id(thread, ns)
+        if not store.has_session(sid):
+            continue
+        info = store.session(sid).metadata.get("langgraph")
+        if not isinstance(info, dict) or info.get("thread_id") != thread:
+            refused[thread] = f"session {sid!r} exists and is not LangGraph thread {thread!r}"
+    return refused
+
+
 def _write_fault(task: Any, idx: Any, channel: Any, type_: Any, value: Any) -> str | None:
     """Why a ``writes`` row is no pending write ``SqliteSaver`` could read back, or None."""
     if not isinstance(idx, int) or not isinstance(value, bytes):
@@ -214,7 +292,10 @@ def _write_fault(task: Any, idx: Any, channel: Any, type_: Any, value: Any) -> s
 
 
 def _report_links(
-    store: BaseStore, checkpoints: list[tuple[str, str, str, str | None]], report: FileReport
+    saver: Any,
+    checkpoints: list[tuple[str, str, str, str | None]],
+    report: FileReport,
+    refused: set[int] = frozenset(),  # type: ignore[assignment]
 ) -> None:
     """Report the parent links the saver could not keep: the checkpoint became a root.
 
@@ -222,12 +303,12 @@ def _report_links(
     A checkpoint that is its own parent goes to ``report.relinked`` (row number, node id, why); one
     whose parent is neither in the database nor stored (a row deleted, a database pruned) goes to
     ``report.dangling`` as (node id, the parent's node id), and so does one whose parent's row was
-    left out (in ``report.skipped`` already, which holds only checkpoint rows when this runs). A
-    checkpoint's node id is ``<session>/<checkpoint id>``.
+    left out (in ``report.skipped`` already, which holds only checkpoint rows when this runs). The
+    rows numbered in ``refused`` (a thread left out whole) are neither. A checkpoint's node id is
+    ``<session>/<checkpoint id>``.
     """
-    from graph.checkpoint import session_id_of
-
-    left_out = {number for number, _ in report.skipped}
+    store = saver.store
+    left_out = {number for number, _ in report.skipped} | refused
     held = {
         (thread, ns, cid)
         for number, (thread, ns, cid, _) in enumerate(checkpoints, 1)
@@ -235,7 +316,7 @@ def _report_links(
     }
     missing: dict[str, str] = {}
     for number, (thread, ns, cid, parent) in enumerate(checkpoints, 1):
-        sid = session_id_of(thread, ns)
+        sid = saver.session_id(thread, ns)
         if not parent or number in left_out:
             continue
         if parent == cid:
@@ -300,7 +381,7 @@ def import_postgres(store: BaseStore, url: str) -> FileReport:
     """
     where = postgres_label(url)
     try:
-        from graph.checkpoint import SessionGraphSaver, session_id_of
+        from graph.checkpoint import SessionGraphSaver
     except ImportError as e:  # the optional extra
         raise TranscriptError(
             where, f"reading LangGraph checkpoints needs sessiongraph[langgraph] ({e})"
@@ -342,8 +423,13 @@ def import_postgres(store: BaseStore, url: str) -> FileReport:
     with file_import(Path(where), FORMAT) as (report, _):
         report.path = where  # the URL itself: Path() folds its "//"
         saver = SessionGraphSaver(store)
+        refused = _refused(store, saver, {(str(r[0]), r[1] or "") for r in checkpoints})
+        for thread, why in refused.items():
+            report.notes.append(f"{where}: thread {thread!r} skipped: {why}")
         with store.atomic():
             for number, (thread, ns, cid, parent, cp, meta) in enumerate(checkpoints, 1):
+                if str(thread) in refused:
+                    continue
                 try:
                     checkpoint = _assembled(saver, blobs, str(thread), ns or "", cp)
                     report.nodes_added += saver.put_checkpoint(
@@ -357,12 +443,19 @@ def import_postgres(store: BaseStore, url: str) -> FileReport:
                 except (ValueError, TypeError, KeyError) as e:
                     report.skipped.append((number, f"checkpoint {cid}: {e}"))
                     continue
-                sid = session_id_of(str(thread), ns or "")
+                sid = saver.session_id(str(thread), ns or "")
                 if sid not in report.session_ids:
                     report.session_ids.append(sid)
-            _report_links(store, [(str(r[0]), r[1] or "", r[2], r[3]) for r in checkpoints], report)
+            _report_links(
+                saver,
+                [(str(r[0]), r[1] or "", r[2], r[3]) for r in checkpoints],
+                report,
+                {n for n, r in enumerate(checkpoints, 1) if str(r[0]) in refused},
+            )
             grouped: dict[tuple[str, str, str], list[tuple[str, str, int, str, str, bytes]]] = {}
             for thread, ns, cid, task, tpath, idx, channel, type_, value in writes:
+                if str(thread) in refused:
+                    continue
                 grouped.setdefault((str(thread), ns or "", cid), []).append(
                     (task, tpath or "", int(idx), channel, type_ or "", bytes(value))
                 )
