@@ -57,18 +57,23 @@ class _Chat(TypedDict):
     messages: Annotated[list[Any], operator.add]
 
 
+def _replying(reply: Any) -> tuple[SessionStore, Any, Any]:
+    """A store, an app of one ``reply`` node over an ``operator.add`` channel on it, a thread."""
+    chat = StateGraph(_Chat)
+    chat.add_node("reply", reply)
+    chat.add_edge(START, "reply")
+    store = SessionStore()
+    app = chat.compile(checkpointer=SessionGraphSaver(store))
+    return store, app, {"configurable": {"thread_id": "t"}}
+
+
 def test_messages_without_ids_are_pending_turns() -> None:
     """A ``messages`` channel merged by ``operator.add`` keeps LangChain's id-less messages."""
 
     def reply(state: _Chat) -> dict[str, Any]:
         return {"messages": [AIMessage(f"re: {state['messages'][-1].content}")]}
 
-    chat = StateGraph(_Chat)
-    chat.add_node("reply", reply)
-    chat.add_edge(START, "reply")
-    store = SessionStore()
-    app = chat.compile(checkpointer=SessionGraphSaver(store))
-    thread: Any = {"configurable": {"thread_id": "t"}}
+    store, app, thread = _replying(reply)
     app.invoke({"messages": [HumanMessage("Hi")]}, thread)
     app.invoke({"messages": [HumanMessage("Bye")]}, thread)
     assert [n.text for n in store.pending("t", "memory", "ws")] == [
@@ -123,12 +128,7 @@ def test_messages_kept_as_dicts_are_pending_turns() -> None:
             ]
         }
 
-    chat = StateGraph(_Chat)
-    chat.add_node("reply", reply)
-    chat.add_edge(START, "reply")
-    store = SessionStore()
-    app = chat.compile(checkpointer=SessionGraphSaver(store))
-    thread: Any = {"configurable": {"thread_id": "t"}}
+    store, app, thread = _replying(reply)
     app.invoke({"messages": [{"role": "user", "content": "Hi", "id": "u1"}]}, thread)
     app.invoke({"messages": [{"type": "human", "content": "Bye"}]}, thread)
     got = [(n.role.value, n.text) for n in store.pending("t", "memory", "ws")]
