@@ -1063,7 +1063,9 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         self._legacy: dict[tuple[str, str], str] = {}
         """Session ids of threads holding ``#``, as :meth:`session_id` found them."""
         self._texts: dict[str, str] = {}
-        """The text of message nodes this saver stored or read: what an edit is told apart from."""
+        """The text of message nodes this saver stored or read: what an edit is told apart from
+        (the message's own content string when that was the text, so the next put's comparison is
+        one of identity)."""
         self._subs: dict[tuple[str, str, str], dict[str, str]] = {}
         """(thread, parent namespace, parent checkpoint) -> message id -> node: the messages a
         subgraph spawned from that checkpoint added (the turns its parent's state copies)."""
@@ -1354,7 +1356,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                 info["tool_calls"] = [_storable(str(_call_name(c))) for c in calls]
             add(nid, kind=Kind.MESSAGE, role=role, content=content, metadata=meta)
             new_ids.add(nid)
-            self._texts[nid] = content
+            raw = _field(m, "content")
+            self._texts[nid] = raw if type(raw) is str and raw == content else content
             listed.append((mid, nid))
 
         messages = values.get("messages")
@@ -1362,7 +1365,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             listed = list(inherited)
         elif _extends(messages, inherited):
             # The usual step (add_messages appended to the parent's list): only the tail is new.
-            edited = self._edited(list(zip(messages, (n for _, n in inherited), strict=False)))
+            edited = self._edited(messages, [n for _, n in inherited])
             listed = list(inherited)
             for i in edited:  # a message of the parent's list edited in place: its new version
                 said_as, old = inherited[i]
@@ -1404,8 +1407,9 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                         metadata={"langgraph": {"checkpoint_id": cid, "removed": len(removed)}},
                     )
                     new_ids.add(summary_id)
+            held_at = [i for i, n in enumerate(kept) if n is not None]
             edits = set(
-                self._edited([(m, n) for m, n in zip(messages, kept, strict=True) if n is not None])
+                self._edited([messages[i] for i in held_at], [cast(str, kept[i]) for i in held_at])
             )
             j = 0  # the place of a kept message among the kept ones
             for m, mid, node in zip(messages, said, kept, strict=True):
@@ -1434,30 +1438,54 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         )
         return nodes, tuple(listed)
 
-    def _edited(self, pairs: builtins.list[tuple[Any, str]]) -> builtins.list[int]:
-        """The places in ``pairs`` (message, its node) where the message's text is not its node's.
+    def _edited(self, messages: Sequence[Any], nodes: Sequence[str]) -> builtins.list[int]:
+        """The places ``i`` where ``messages[i]``'s text is not that of its node ``nodes[i]``.
 
         A message edited in place (``add_messages`` replaced it by one of the same id). The nodes'
         texts are kept as this saver stores or reads them (:attr:`_texts`), read from the store
-        once otherwise.
+        once otherwise. One pass over the list (a put's cost grows with it): a message whose
+        content is the very string kept is the same.
         """
         texts = self._texts
-        missing = [n for _, n in pairs if n not in texts]
-        if missing:
-            if len(texts) + len(missing) > _TEXTS_KEPT:
-                texts.clear()
-            by_session: dict[str, builtins.list[str]] = {}
-            for found, owner in self.store.locate(missing).items():
-                by_session.setdefault(owner, []).append(found)
-            for session, ids in by_session.items():
-                for stored in self.store.nodes(session, ids):
-                    texts[stored.id] = stored.text
-        out = []
-        for i, (m, node) in enumerate(pairs):
+        out: builtins.list[int] = []
+        missing: builtins.list[int] = []
+        for i, (m, node) in enumerate(zip(messages, nodes, strict=False)):
             known = texts.get(node)
-            if known is not None and _text(_field(m, "content")) != known:
+            if known is None:
+                missing.append(i)
+                continue
+            content = m.get("content") if isinstance(m, dict) else getattr(m, "content", None)
+            if content is not known and self._differs(content, node, known):
                 out.append(i)
+        if missing:
+            self._read_texts([nodes[i] for i in missing])
+            for i in missing:
+                m, known = messages[i], texts.get(nodes[i])
+                if known is not None and self._differs(_field(m, "content"), nodes[i], known):
+                    out.append(i)
+            out.sort()
         return out
+
+    def _differs(self, content: Any, node: str, known: str) -> bool:
+        """Whether ``content`` says other than ``known``, node ``node``'s text (kept as the same)."""
+        text = _text(content)
+        if text != known:
+            return True
+        if type(content) is str:
+            self._texts[node] = content  # the next put's message is this one: one identity test
+        return False
+
+    def _read_texts(self, ids: Sequence[str]) -> None:
+        """Keep the texts of these stored nodes (in any session) in :attr:`_texts`."""
+        texts = self._texts
+        if len(texts) + len(ids) > _TEXTS_KEPT:
+            texts.clear()
+        by_session: dict[str, builtins.list[str]] = {}
+        for found, owner in self.store.locate(ids).items():
+            by_session.setdefault(owner, []).append(found)
+        for session, held in by_session.items():
+            for stored in self.store.nodes(session, held):
+                texts[stored.id] = stored.text
 
     def _stored_as(self, node_id: str, role: Role, text: str) -> bool:
         """Whether the stored node ``node_id`` says ``text`` as ``role`` (a message put again)."""
