@@ -29,7 +29,7 @@ checkpoints older than format version 4, which ``PostgresSaver`` itself migrates
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
@@ -295,7 +295,7 @@ def _report_links(
     saver: Any,
     checkpoints: list[tuple[str, str, str, str | None]],
     report: FileReport,
-    refused: set[int] = frozenset(),  # type: ignore[assignment]
+    refused: Collection[int] = (),
 ) -> None:
     """Report the parent links the saver could not keep: the checkpoint became a root.
 
@@ -308,7 +308,7 @@ def _report_links(
     ``<session>/<checkpoint id>``.
     """
     store = saver.store
-    left_out = {number for number, _ in report.skipped} | refused
+    left_out = {number for number, _ in report.skipped} | set(refused)
     held = {
         (thread, ns, cid)
         for number, (thread, ns, cid, _) in enumerate(checkpoints, 1)
