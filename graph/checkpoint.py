@@ -1008,6 +1008,9 @@ def _checked(checkpoint: Any, checkpoint_id: str) -> Checkpoint:
     return cast(Checkpoint, checkpoint)
 
 
+_LINKS = ("copy_of", "replaces")
+"""The node ids a message node's ``metadata["langgraph"]`` may hold (rewritten by a copy)."""
+
 _TEXTS_KEPT = 1 << 16
 """Message node texts a saver keeps at most (to tell an edited message from the one it replaces)."""
 
@@ -1951,6 +1954,13 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         nodes = []
         for n in self.store.nodes(old_sid, list(idx.pred)):
             meta_n = {k: v for k, v in n.metadata.items() if k not in ("written", "rewound")}
+            info = meta_n.get("langgraph")
+            if isinstance(info, dict) and ("copy_of" in info or "replaces" in info):
+                # the links to a subgraph's turn and to an edit's first version name the copies
+                links = {
+                    k: _rethread(info[k], src_root, dst_root, new_sid) for k in _LINKS if k in info
+                }
+                meta_n["langgraph"] = {**info, **links}
             nodes.append(
                 n.model_copy(
                     update={

@@ -215,3 +215,22 @@ def test_a_thread_continued_by_another_saver_hands_only_its_new_turns(tmp_path: 
     assert not any(
         n.metadata["langgraph"].get("replaces") for n in store.nodes("t") if n.kind is Kind.MESSAGE
     )
+
+
+def test_a_copied_threads_links_name_the_copys_nodes() -> None:
+    """Before, the copy's ``copy_of`` and ``replaces`` named the source thread's nodes."""
+    store = SessionStore()
+    app = _build(SessionGraphSaver(store))
+    thread: Any = {"configurable": {"thread_id": "t"}}
+    app.invoke({"messages": [HumanMessage("q0", id="q0")]}, thread)
+    app.update_state(thread, {"messages": [HumanMessage("q0, fixed", id="q0")]})
+    app.checkpointer.copy_thread("t", "c")
+    links = [
+        n.metadata["langgraph"][k]
+        for n in store.nodes("c")
+        for k in ("copy_of", "replaces")
+        if k in n.metadata.get("langgraph", {})
+    ]
+    assert len(links) == 2
+    assert all(link.startswith("c/") or link.startswith("c#") for link in links)
+    assert set(store.locate(links).values()) <= {s.id for s in store.sessions()} - {"t"}
