@@ -33,8 +33,9 @@ The mapping:
 - A put whose parent is not the latest checkpoint (time travel from an earlier checkpoint, an
   ``update_state`` on one) makes a **fork**: the parent's node gets a second child.
 - ``copy_thread`` writes a **copy** of every session of the thread under the target thread, ids
-  rewritten, with ``metadata["langgraph"]["copied_from"]`` naming the source thread. Markers are not
-  copied: the copy reads as unwritten, like any session copied elsewhere.
+  rewritten (the ``copy_of`` and ``replaces`` links below too), with
+  ``metadata["langgraph"]["copied_from"]`` naming the source thread. Markers are not copied: the
+  copy reads as unwritten, like any session copied elsewhere.
 - The ``messages`` channel (LangChain messages merged by ``add_messages``, or kept as OpenAI-style
   dicts) becomes **message nodes**. Each message id not in the parent checkpoint's list is a new
   node (id ``"<session>/m/<message id>"``, or ``.../m/<message id>@<checkpoint_id>`` when a message
