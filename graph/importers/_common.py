@@ -77,7 +77,9 @@ def rereading(
 
     A line that holds its object whole already (``data`` not a :class:`Slim`) is returned as it
     is. The object is read from the line's byte offset (:class:`LineReader`) and must be the one
-    read before: ``keep`` of it equal to the slim entry kept.
+    read before: the line's bytes of the same digest as when
+    :func:`~graph.importers.jsonl.read_jsonl` kept it (a slim entry without one: ``keep`` of the
+    object equal to the slim entry kept).
 
     Raises:
         TranscriptError: (from ``whole``) the line no longer holds the object it was read as (the
@@ -90,7 +92,7 @@ def rereading(
             if not isinstance(line.data, Slim):
                 return line
             data = reader.data(line)
-            if data is None or keep(data) != line.data:
+            if data is None or (not hasattr(line.data, "digest") and keep(data) != line.data):
                 raise TranscriptError(path, f"line {line.number} changed while it was imported")
             return Line(line.number, data, line.offset, line.part)
 

@@ -476,6 +476,42 @@ def _hold_back(
     return items[:held]
 
 
+def _kind_role(line: Line, prompt: bool | None = None) -> tuple[Kind, Role]:
+    """Kind and role of a rollout item, as :func:`_item` gives them, without making its content.
+
+    What the plan reads of a slim item (:func:`_slim`): its content blocks are made when its node
+    is (a tenth of an import went to blocks made and dropped).
+    """
+    kind, p = line.data.get("type"), _payload(line)
+    ptype = p.get("type")
+    if kind == "response_item":
+        if ptype == "message":
+            role = p.get("role")
+            if role == "assistant":
+                return Kind.MESSAGE, Role.ASSISTANT
+            if role == "user" and (
+                not _user_text(p.get("content")).startswith(_INJECTED) if prompt is None else prompt
+            ):
+                return Kind.MESSAGE, Role.USER
+            return Kind.MESSAGE, Role.SYSTEM
+        if ptype in _CALLS:
+            return Kind.MESSAGE, Role.ASSISTANT
+        if ptype in _OUTPUTS:
+            return Kind.MESSAGE, Role.TOOL
+        return (Kind.EVENT, Role.ASSISTANT) if ptype == "reasoning" else (Kind.EVENT, Role.SYSTEM)
+    return (Kind.SUMMARY, Role.SYSTEM) if kind == "compacted" else (Kind.EVENT, Role.SYSTEM)
+
+
+def _user_text(content: Any) -> str:
+    """A message's text blocks joined as :func:`_item` joins them, leading space left out."""
+    if not isinstance(content, list):
+        return ""
+    texts = (
+        str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") in _TEXTS
+    )
+    return "\n".join(texts).lstrip()
+
+
 def _item(line: Line, prompt: bool | None = None) -> tuple[Kind, Role, Content]:
     """Kind, role and content of a rollout item.
 
@@ -698,7 +734,7 @@ def _import(
     users: list[tuple[Line, bool | None]] = []  # the user items: the first with text is the title
     for node_id, line, prompt in order:
         last = parse_time(line.data.get("timestamp"), last)
-        kind, role, _ = _item(line, prompt)  # (a slim item's content is not its content)
+        kind, role = _kind_role(line, prompt)  # (a slim item's content is not its content)
         if kind is Kind.MESSAGE and role is Role.USER:
             users.append((line, prompt))
             turns.append(node_id)
