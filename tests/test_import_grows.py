@@ -216,3 +216,42 @@ def test_a_generated_file_cut_anywhere_ends_as_one_import(
         path.write_bytes(body)
         want = fresh_dump(claude_code.import_file, path)
         assert _grown(claude_code, path, body, cut, MemorySessionStore()) == want
+
+
+def _entry(i: int, parent: str | None, role: str, text: str) -> dict[str, Any]:
+    return {
+        "parentUuid": parent,
+        "isSidechain": False,
+        "type": role,
+        "uuid": _uuid(i),
+        "timestamp": f"2026-01-01T00:00:{i:02d}.000Z",
+        "sessionId": _SID,
+        "message": {"role": role, "content": text},
+    }
+
+
+@pytest.mark.parametrize("resume", [True, False], ids=["resumed", "full"])
+def test_a_branch_stamped_rewound_that_goes_on_later_loses_its_stamps(
+    resume: bool, tmp_path: Path
+) -> None:
+    """A re-prompt after branch one is a rewind (branch one stamped, head on branch two); a
+    later prompt following branch one's reply takes the conversation back there: one import of
+    the whole file stamps branch two, so the import of the grown file moves the stamps."""
+    shape = [(None, "user"), (0, "assistant"), (1, "user"), (2, "assistant")]
+    shape += [(1, "user"), (4, "assistant"), (3, "user"), (6, "assistant")]
+    entries = [
+        _entry(i, None if p is None else _uuid(p), role, f"{role} {i}")
+        for i, (p, role) in enumerate(shape)
+    ]
+    body = b"".join(orjson.dumps(e) + b"\n" for e in entries)
+    path = tmp_path / f"{_SID}.jsonl"
+    path.write_bytes(body)
+    want = fresh_dump(claude_code.import_file, path)
+    assert want[_SID][6] == [_uuid(4), _uuid(5)]  # branch two is the abandoned one
+    for cut in range(1, len(entries)):
+        store = MemorySessionStore()
+        path.write_bytes(b"".join(body.splitlines(keepends=True)[:cut]))
+        claude_code.import_file(store, path)
+        path.write_bytes(body)
+        claude_code.import_file(store, path, resume=resume)
+        assert dump(store) == want, f"cut after line {cut}"

@@ -32,7 +32,10 @@ How entries become nodes:
   the trunk is imported, which links it as importing the trunk first would have.
 * Rewinds: a node with two or more user-prompt children (text typed by the user, not tool results,
   progress or meta entries) at different times is a rewind; every branch below it except the one
-  holding the head (else the newest) is stamped rewound, as :meth:`BaseStore.rewind` does.
+  holding the head (else the newest) is stamped rewound, as :meth:`BaseStore.rewind` does. When
+  later lines go on from a branch an import of the shorter file stamped (the head's branch passes
+  through it now), the import of the grown file removes those stamps
+  (:func:`~graph.importers._common.unstamp_kept`) and stamps the branch now left behind.
 * Artifact forks: at a node with several children, every child off the kept branch (the head's, else
   the one written last) whose subtree holds no typed prompt (a progress or hook entry beside a tool
   result, a parallel tool call's result) is flagged ``metadata["artifact"]`` with its subtree: stored,
@@ -85,6 +88,7 @@ from graph.importers._common import (
     preview,
     stamp_subtrees,
     stored_ids,
+    unstamp_kept,
 )
 from graph.importers.jsonl import Line, LineProblems, LineReader, ReadPosition, read_jsonl
 from graph.importers.report import FileReport, TranscriptError
@@ -1837,8 +1841,12 @@ def _apply_main(
     )
     if plan.stored:  # (the nodes this import wrote have their flags already)
         _restamp(store, sid, [nid(u) for u in plan.stored], {nid(u) for u in plan.artifacts})
-    for point, abandoned in _rewinds(t, main, pred, head):
-        stamp_subtrees(store, sid, nid(point), [nid(a) for a in abandoned])
+    rewinds = [
+        (nid(point), [nid(a) for a in gone]) for point, gone in _rewinds(t, main, pred, head)
+    ]
+    for point, abandoned in rewinds:
+        stamp_subtrees(store, sid, point, abandoned)
+    unstamp_kept(store, sid, rewinds)  # (a shorter file's import stamped what goes on later)
     _note_off_branch(t, main, pred, head, plan.artifacts, report)
     tool_calls = _tool_calls(t, main)
     _import_sidechains(store, t, sid, plan.side, tool_calls, report)
@@ -2430,6 +2438,8 @@ def _resume(
         p = line.data.get("parentUuid")
         if isinstance(p, str) and p in known and p not in window.entries:
             return False
+        if isinstance(p, str) and p in known and store.index(sid).is_rewound(p):
+            return False  # a stamped branch goes on: a full import moves its stamps
         lines[u] = line
         added.append(u)
     window.other = new.other

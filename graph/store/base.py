@@ -683,6 +683,14 @@ class BaseStore(ABC):
         """Stamp nodes rewound."""
 
     @abstractmethod
+    def _db_delete_rewound(self, session_id: str, ids: Sequence[str]) -> None:
+        """Remove the rewound stamps of nodes, and record the change.
+
+        Every other handle's next refresh reads the nodes' stamps again and drops its decoded
+        models of them (their metadata carries the stamp).
+        """
+
+    @abstractmethod
     def _db_set_flags(self, session_id: str, rows: Sequence[NodeRow]) -> None:
         """Replace the ``bits`` and ``metadata`` of stored rows (same ids), and record the change.
 
@@ -1428,6 +1436,34 @@ class BaseStore(ABC):
                 self._db_insert_rewound(session_id, todo)
                 idx.rev = self._db_update_session(session_id, idx.head, None)
                 idx.stamp_rewound(todo)
+            return [NodeId(n) for n in todo]
+
+    def unstamp_rewound(self, session_id: str, ids: Iterable[str]) -> list[NodeId]:
+        """Remove the rewound stamps of exactly these nodes: a metadata-only write.
+
+        An importer learns from later lines of a transcript that a branch it stamped rewound (an
+        abandoned branch of a rewind, :meth:`stamp_rewound`) is the one the conversation went on
+        with: one import of the whole file would not have stamped it. Nodes not stamped are
+        skipped; the head, content, links and ``updated_at`` do not change.
+
+        Returns:
+            The ids whose stamp was removed, in the order given.
+
+        Raises:
+            UnknownSessionError: no such session.
+            UnknownNodeError: an id is not a node of the session; nothing is written.
+        """
+        want = list(dict.fromkeys(ids))
+        with self.atomic():
+            idx = self._index(session_id)
+            for n in want:
+                if n not in idx.pred:
+                    raise UnknownNodeError(n, session_id)
+            todo = [n for n in want if idx.is_rewound(n)]
+            if todo:
+                self._db_delete_rewound(session_id, todo)
+                idx.rev = self._db_update_session(session_id, idx.head, None)
+                idx.unstamp_rewound(todo)
             return [NodeId(n) for n in todo]
 
     def set_artifact(self, session_id: str, flags: Mapping[str, bool]) -> list[NodeId]:

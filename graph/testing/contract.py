@@ -90,6 +90,7 @@ __all__ = [
     "test_the_index_handed_out_is_read_only",
     "test_to_networkx_is_a_read_only_view",
     "test_two_values_of_one_provider_never_overwrite_each_other",
+    "test_unstamp_rewound_removes_exactly_those_stamps_for_every_handle",
 ]
 
 StoreFactory = Callable[[], BaseStore]
@@ -664,6 +665,37 @@ def test_stamp_rewound_stamps_exactly_those_nodes_and_keeps_the_head(store: Base
     with pytest.raises(UnknownNodeError):
         store.stamp_rewound(sid, ["m2", "ghost"])
     assert snapshot(store) == before  # all or nothing
+
+
+def test_unstamp_rewound_removes_exactly_those_stamps_for_every_handle(
+    store: BaseStore, store_handles: Any
+) -> None:
+    """Unstamp rewound removes exactly those stamps, metadata only, seen by every handle."""
+    sid = build(store, "m1-m2-m3; m1-b1-b2", head="m3")
+    store.stamp_rewound(sid, ["b1", "b2", "m3"])
+    other = store_handles()
+    assert other.node("b1").rewound and other.index(sid).is_rewound("b2")  # read there
+    updated = store.session(sid).updated_at
+    rev = store.index(sid).rev
+    assert store.unstamp_rewound(sid, ["b2", "m2", "b1", "b2"]) == ["b2", "b1"]  # m2: not stamped
+    assert store.index(sid).rev > rev
+    for h in (store, other, store_handles()):
+        assert [n.id for n in h.nodes(sid) if n.rewound] == ["m3"]
+        assert not h.node("b1").rewound and not h.index(sid).is_rewound("b2")
+        assert h.tips(sid) == ["b2", "m2"]  # (m3 is still rewound)
+    assert store.session(sid).updated_at == updated  # a metadata-only write
+    assert store.session(sid).head == "m3"
+    assert other.unstamp_rewound(sid, ["b1"]) == []
+    store.stamp_rewound(sid, ["b1"])  # stamped again after the removal: every handle sees it
+    assert other.node("b1").rewound and other.index(sid).is_rewound("b1")
+    before = snapshot(store)
+    with pytest.raises(UnknownNodeError):
+        store.unstamp_rewound(sid, ["m3", "ghost"])
+    with pytest.raises(RuntimeError), store.atomic():
+        store.unstamp_rewound(sid, ["m3"])
+        raise RuntimeError("roll back")
+    assert snapshot(store) == before  # all or nothing
+    assert snapshot(other) == before
 
 
 def test_set_artifact_flags_stored_nodes_for_every_handle(
