@@ -217,3 +217,5 @@ def test_the_plan_reads_of_a_slim_item_the_kind_and_role_its_node_gets(corpus: P
             want = codex._item(line, prompt)[:2]
             assert codex._kind_role(line, prompt) == want, (data, prompt)
             assert codex._kind_role(slim, prompt) == want, (data, prompt)
+        if codex._is_user_item(line) or codex._is_echo(line):  # what the echo pairing compares
+            assert slim.data["said"] == codex._said(line), data

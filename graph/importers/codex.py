@@ -159,13 +159,12 @@ def _slim(data: dict[str, Any]) -> dict[str, Any]:
         return out
     kept = {k: p[k] for k in ("type", "role", "turn_id") if k in p}
     out["payload"] = kept
-    line = Line(0, data)
-    user = _is_user_item(line)
-    if user or _is_echo(line):
-        out["said"] = _said(line)
-    if user:
-        text = "\n".join(b.text for b in _text_of(p.get("content")) if isinstance(b, TextBlock))
+    if kind == "response_item" and ptype == "message" and p.get("role") == "user":
+        text = _joined(p.get("content"))  # (what _text_of's blocks join to, none of them made)
+        out["said"] = _digest(text.strip())
         kept["content"] = [{"type": "input_text", "text": text.lstrip()[:_HEAD]}]
+    elif kind == "event_msg" and ptype == "user_message":
+        out["said"] = _said(Line(0, data))
     return out
 
 
@@ -189,6 +188,10 @@ def _said(line: Line) -> bytes | None:
             return None
     else:
         text = _plain(_payload(line).get("content"))
+    return _digest(text)
+
+
+def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
@@ -315,6 +318,15 @@ def _text_of(content: Any) -> tuple[Block, ...]:
         elif b.get("type") == "input_image":
             blocks.append(ImageBlock(ref=str(b.get("image_url", ""))[:2000]))
     return tuple(blocks)
+
+
+def _joined(content: Any) -> str:
+    """A message's texts joined by newlines, as :func:`_item` joins its blocks' (none made)."""
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(
+        str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") in _TEXTS
+    )
 
 
 def _args(value: Any) -> Any:
@@ -490,7 +502,9 @@ def _kind_role(line: Line, prompt: bool | None = None) -> tuple[Kind, Role]:
             if role == "assistant":
                 return Kind.MESSAGE, Role.ASSISTANT
             if role == "user" and (
-                not _user_text(p.get("content")).startswith(_INJECTED) if prompt is None else prompt
+                not _joined(p.get("content")).lstrip().startswith(_INJECTED)
+                if prompt is None
+                else prompt
             ):
                 return Kind.MESSAGE, Role.USER
             return Kind.MESSAGE, Role.SYSTEM
@@ -500,16 +514,6 @@ def _kind_role(line: Line, prompt: bool | None = None) -> tuple[Kind, Role]:
             return Kind.MESSAGE, Role.TOOL
         return (Kind.EVENT, Role.ASSISTANT) if ptype == "reasoning" else (Kind.EVENT, Role.SYSTEM)
     return (Kind.SUMMARY, Role.SYSTEM) if kind == "compacted" else (Kind.EVENT, Role.SYSTEM)
-
-
-def _user_text(content: Any) -> str:
-    """A message's text blocks joined as :func:`_item` joins them, leading space left out."""
-    if not isinstance(content, list):
-        return ""
-    texts = (
-        str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") in _TEXTS
-    )
-    return "\n".join(texts).lstrip()
 
 
 def _item(line: Line, prompt: bool | None = None) -> tuple[Kind, Role, Content]:
