@@ -255,3 +255,59 @@ def test_a_branch_stamped_rewound_that_goes_on_later_loses_its_stamps(
         path.write_bytes(body)
         claude_code.import_file(store, path, resume=resume)
         assert dump(store) == want, f"cut after line {cut}"
+
+
+_AGENTS = FIXTURES / "claude-code" / "agents" / "3d9e8f0a-5c1b-4a6d-8e9f-0b1c2d3e4f5a.jsonl"
+
+
+def _with_agents(
+    directory: Path, agents: list[str], lines: int | None = None
+) -> tuple[Path, bytes]:
+    """The agents fixture's session file (its first ``lines``) with these of its agent files."""
+    sub = directory / _AGENTS.stem / "subagents"
+    sub.mkdir(parents=True)
+    for name in agents:
+        (sub / name).write_bytes((_AGENTS.parent / _AGENTS.stem / "subagents" / name).read_bytes())
+    data = b"".join(_AGENTS.read_bytes().splitlines(keepends=True)[:lines])
+    path = directory / _AGENTS.name
+    path.write_bytes(data)
+    return path, data
+
+
+@pytest.mark.parametrize("resume", [True, False], ids=["resumed", "full"])
+def test_an_agent_file_imported_before_the_line_that_spawned_it_is_linked_when_it_comes(
+    resume: bool, tmp_path: Path
+) -> None:
+    """The session file cut before the Task call (line 4) that started agent a11: the agent's
+    session is stored tied to the trunk without its node; the grown file's import gives it."""
+    path, data = _with_agents(tmp_path, ["agent-a11.jsonl"], lines=9)
+    want = fresh_dump(claude_code.import_file, path)
+    assert want[f"{_AGENTS.stem}/agent-a11"][3] is not None
+    for cut in range(1, 9):
+        store = MemorySessionStore()
+        path.write_bytes(b"".join(data.splitlines(keepends=True)[:cut]))
+        claude_code.import_file(store, path)
+        path.write_bytes(data)
+        claude_code.import_file(store, path, resume=resume)
+        assert dump(store) == want, f"cut after line {cut}"
+
+
+def test_a_compaction_agent_is_linked_once_its_boundary_is_written(tmp_path: Path) -> None:
+    """Cut before the PreCompact hook (line 10) the compaction agent's node is not stored: it is
+    linked when the boundary comes. Cut after the hook, before the boundary (line 11), it is
+    linked to the hook its first entry follows, and a link is kept (the known difference)."""
+    path, data = _with_agents(tmp_path, ["agent-a11.jsonl", "agent-acompact-7f3e.jsonl"])
+    want = fresh_dump(claude_code.import_file, path)
+    agent = f"{_AGENTS.stem}/agent-acompact-7f3e"
+    lines = data.splitlines(keepends=True)
+    for cut in range(1, len(lines)):
+        store = MemorySessionStore()
+        path.write_bytes(b"".join(lines[:cut]))
+        claude_code.import_file(store, path)
+        path.write_bytes(data)
+        claude_code.import_file(store, path)
+        got = dump(store)
+        if cut == 10:
+            assert got[agent][3] == "f195737e-f2a6-4ad5-8bf2-b6f67e201d78" != want[agent][3]
+            got[agent] = want[agent]
+        assert got == want, f"cut after line {cut}"

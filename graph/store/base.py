@@ -974,7 +974,9 @@ class BaseStore(ABC):
         For importers: a sub-agent's transcript imported before its parent's is stored unlinked;
         once the parent is stored, this gives it the link importing the parent first would have
         given. A metadata-only write: ``updated_at`` and the head do not change. A session that
-        has a link already keeps it (nothing is written). A root of the session whose
+        has a link already keeps it (nothing is written), except that a session tied to
+        ``parent_session`` without the node that started it (its import did not find the node
+        yet) is given ``from_node``. A root of the session whose
         ``metadata["dangling_parent"]`` names a node of ``parent_session`` (an importer's note: its
         recorded parent was not stored yet) has that note replaced by
         ``metadata["parent_in_session"] = {"node": ..., "session": parent_session}``, the note an
@@ -1000,7 +1002,10 @@ class BaseStore(ABC):
                     raise CycleError(from_node or session_id)
                 seen.add(up)
                 up = self._db_session(up).parent_session
-            if session.spawned_from is not None or session.parent_session is not None:
+            if session.spawned_from is not None or session.parent_session not in (
+                None,
+                parent_session if from_node is not None else None,
+            ):
                 return session
             if from_node is not None and from_node not in self._index(parent_session).pred:
                 raise UnknownNodeError(from_node, parent_session)

@@ -75,6 +75,7 @@ __all__ = [
     "test_has_session_and_locate",
     "test_identical_reappend_is_a_no_op",
     "test_iter_nodes_and_node_count",
+    "test_link_spawn_gives_a_session_tied_to_its_parent_the_node_that_started_it",
     "test_link_spawn_settles_a_dangling_parent_note",
     "test_markers_of_two_handles_stay_apart",
     "test_nodes_without_ids_are_every_node_predecessors_first",
@@ -300,6 +301,26 @@ def test_link_spawn_settles_a_dangling_parent_note(
         assert handle.session(child).updated_at == before
         assert handle.session(child).spawned_from == "t2"
         assert handle.branch(child, "a2")[0].metadata == a1.metadata
+    store.link_spawn(child, "t1", trunk)
+    assert store.session(child).spawned_from == "t2", "a link is kept"
+
+
+def test_link_spawn_gives_a_session_tied_to_its_parent_the_node_that_started_it(
+    store: BaseStore, store_handles: Callable[[], BaseStore]
+) -> None:
+    """A session tied to its parent session without a node (its import found none yet) gets one."""
+    trunk = build(store, "t1-t2", session="trunk")
+    other_trunk = build(store, "o1", session="other")
+    child = store.create_session("agent", id="trunk/agent-1", parent_session=trunk).id
+    build(store, "a1-a2", session=child)
+    before = store.session(child)
+    assert store.link_spawn(child, None, trunk).spawned_from is None  # nothing to give yet
+    assert store.link_spawn(child, "o1", other_trunk).parent_session == trunk  # tied elsewhere
+    store.link_spawn(child, "t2", trunk)
+    for handle in (store, store_handles()):
+        got = handle.session(child)
+        assert (got.spawned_from, got.parent_session) == ("t2", trunk)
+        assert (got.updated_at, got.head) == (before.updated_at, before.head)
 
 
 def test_delete_session_removes_it_and_its_spawns_in_one_transaction(store: BaseStore) -> None:
