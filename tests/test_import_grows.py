@@ -311,3 +311,24 @@ def test_a_compaction_agent_is_linked_once_its_boundary_is_written(tmp_path: Pat
             assert got[agent][3] == "f195737e-f2a6-4ad5-8bf2-b6f67e201d78" != want[agent][3]
             got[agent] = want[agent]
         assert got == want, f"cut after line {cut}"
+
+
+@pytest.mark.parametrize("resume", [True, False], ids=["resumed", "full"])
+def test_a_pi_root_whose_parent_written_later_closes_a_cycle_is_noted_as_a_cut(
+    resume: bool, tmp_path: Path
+) -> None:
+    """Cut after line 6 of the damaged pi file, entry 10000005 names a parent not written yet (a
+    root, ``dangling_parent``); line 7 (10000006) names 10000005 back: the cycle closes, and the
+    root's note becomes ``cycle_parent``, the note one import of the file gives the entry it cuts."""
+    path, data = _copy(FIXTURES / "pi" / "v3-damaged.jsonl", tmp_path)
+    sid = "c4f8e2a6-7d1b-4e3c-9a5f-0b2d4e6f8a13"
+    store = MemorySessionStore()
+    path.write_bytes(b"".join(data.splitlines(keepends=True)[:6]))
+    pi.import_file(store, path)
+    assert store.node(f"{sid}/10000005").metadata["dangling_parent"] == f"{sid}/10000006"
+    path.write_bytes(data)
+    report = pi.import_file(store, path, resume=resume)
+    meta = dict(store.node(f"{sid}/10000005").metadata)
+    assert "dangling_parent" not in meta and meta["cycle_parent"] == f"{sid}/10000006"
+    assert any("10000005" in note and "close a cycle" in note for note in report.notes)
+    assert store.node(f"{sid}/10000005").predecessor is None  # (the link is fixed once stored)

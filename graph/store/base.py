@@ -1013,6 +1013,47 @@ class BaseStore(ABC):
             self._settle_dangling(session_id, parent_session)
             return self._db_session(session_id)
 
+    def note_cycle_parents(self, session_id: str, parents: Mapping[str, str]) -> list[NodeId]:
+        """Turn roots' ``dangling_parent`` notes into ``cycle_parent`` notes: metadata only.
+
+        For importers: an entry stored as a root because the parent it names was not written yet
+        (``metadata["dangling_parent"]``) whose parent, written later, descends from it. The link
+        would close a cycle, so the entry stays a root, and its note says so as an import of the
+        whole file would have (``metadata["cycle_parent"]``). A node whose note does not name the
+        parent given is left alone; ``updated_at``, the head, content and links do not change.
+
+        Args:
+            session_id: The session.
+            parents: Root id -> the parent its entry names.
+
+        Returns:
+            The ids whose note was rewritten, in the order given.
+
+        Raises:
+            UnknownSessionError: no such session.
+            UnknownNodeError: an id is not a node of the session; nothing is written.
+        """
+        with self.atomic():
+            idx = self._index(session_id)
+            for n in parents:
+                if n not in idx.pred:
+                    raise UnknownNodeError(n, session_id)
+            rows = self._db_rows(list(parents))
+            changed: list[NodeRow] = []
+            for n, parent in parents.items():
+                row = rows[n]
+                meta = {} if row.metadata == _EMPTY_METADATA else decode(row.metadata)
+                if meta.get("dangling_parent") != parent:
+                    continue
+                del meta["dangling_parent"]
+                meta["cycle_parent"] = parent
+                changed.append(row._replace(metadata=encode(meta)))
+            if changed:
+                self._db_set_flags(session_id, changed)
+                idx.rev = self._db_update_session(session_id, idx.head, None)
+                idx.changed(r.id for r in changed)
+            return [NodeId(r.id) for r in changed]
+
     def _settle_dangling(self, session_id: str, parent_session: str) -> None:
         """Note the roots' parents found in ``parent_session`` (see :meth:`link_spawn`).
 

@@ -78,6 +78,7 @@ __all__ = [
     "test_link_spawn_gives_a_session_tied_to_its_parent_the_node_that_started_it",
     "test_link_spawn_settles_a_dangling_parent_note",
     "test_markers_of_two_handles_stay_apart",
+    "test_note_cycle_parents_rewrites_only_matching_dangling_notes",
     "test_nodes_without_ids_are_every_node_predecessors_first",
     "test_pending_ids_by_tip_matches_pending_by_tip",
     "test_reads_of_a_few_nodes_on_another_handle_equal_the_writers",
@@ -321,6 +322,32 @@ def test_link_spawn_gives_a_session_tied_to_its_parent_the_node_that_started_it(
         got = handle.session(child)
         assert (got.spawned_from, got.parent_session) == ("t2", trunk)
         assert (got.updated_at, got.head) == (before.updated_at, before.head)
+
+
+def test_note_cycle_parents_rewrites_only_matching_dangling_notes(
+    store: BaseStore, store_handles: Callable[[], BaseStore]
+) -> None:
+    """A root's ``dangling_parent`` note naming the parent given becomes ``cycle_parent``."""
+    sid = store.create_session("pi", id="s").id
+    nodes = [
+        node(sid, "r1", None, metadata={"dangling_parent": "c1", "line": 1}),
+        node(sid, "c1", "r1", role=Role.ASSISTANT),
+        node(sid, "r2", None, metadata={"dangling_parent": "elsewhere"}),
+    ]
+    store.add_nodes(sid, nodes, head="c1")
+    other = store_handles()
+    assert other.node("r1").metadata["dangling_parent"] == "c1"  # decoded there
+    before = store.session(sid)
+    assert store.note_cycle_parents(sid, {"r1": "c1", "r2": "c1", "c1": "r1"}) == ["r1"]
+    for handle in (store, other, store_handles()):
+        assert handle.node("r1").metadata == {"cycle_parent": "c1", "line": 1}
+        assert handle.node("r2").metadata == {"dangling_parent": "elsewhere"}
+        got = handle.session(sid)
+        assert (got.updated_at, got.head) == (before.updated_at, before.head)
+    snap = snapshot(store)
+    with pytest.raises(UnknownNodeError):
+        store.note_cycle_parents(sid, {"r2": "elsewhere", "ghost": "r1"})
+    assert snapshot(store) == snap  # all or nothing
 
 
 def test_delete_session_removes_it_and_its_spawns_in_one_transaction(store: BaseStore) -> None:
