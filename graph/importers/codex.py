@@ -45,8 +45,8 @@ Mapping (a rollout is one ``{timestamp, type, payload}`` record per line, in fil
   (:func:`_slim`: types, roles, times, a user item's first characters and a digest of each user
   item's and echo's text for the pairing), the second reads each item whole again by its byte
   offset as its chunk of nodes is made, so an import holds about the same per item whatever the
-  items' size. A line that no longer holds its item then (the file rewritten meanwhile) fails the
-  import, and nothing of the file is stored.
+  items' size. A line whose bytes changed since (the first pass keeps their digest: the file
+  rewritten meanwhile) fails the import, and nothing of the file is stored.
 * A prompt read before its echo is written (Codex writes the prompt's item, then the echo) would
   be taken for injected context and stored so for good: the items from the first one whose role
   a later item may still change (an unpaired user item after the last echo, or the last echo's
