@@ -216,3 +216,119 @@ def test_a_generated_file_cut_anywhere_ends_as_one_import(
         path.write_bytes(body)
         want = fresh_dump(claude_code.import_file, path)
         assert _grown(claude_code, path, body, cut, MemorySessionStore()) == want
+
+
+def _entry(i: int, parent: str | None, role: str, text: str) -> dict[str, Any]:
+    return {
+        "parentUuid": parent,
+        "isSidechain": False,
+        "type": role,
+        "uuid": _uuid(i),
+        "timestamp": f"2026-01-01T00:00:{i:02d}.000Z",
+        "sessionId": _SID,
+        "message": {"role": role, "content": text},
+    }
+
+
+@pytest.mark.parametrize("resume", [True, False], ids=["resumed", "full"])
+def test_a_branch_stamped_rewound_that_goes_on_later_loses_its_stamps(
+    resume: bool, tmp_path: Path
+) -> None:
+    """A re-prompt after branch one is a rewind (branch one stamped, head on branch two); a
+    later prompt following branch one's reply takes the conversation back there: one import of
+    the whole file stamps branch two, so the import of the grown file moves the stamps."""
+    shape = [(None, "user"), (0, "assistant"), (1, "user"), (2, "assistant")]
+    shape += [(1, "user"), (4, "assistant"), (3, "user"), (6, "assistant")]
+    entries = [
+        _entry(i, None if p is None else _uuid(p), role, f"{role} {i}")
+        for i, (p, role) in enumerate(shape)
+    ]
+    body = b"".join(orjson.dumps(e) + b"\n" for e in entries)
+    path = tmp_path / f"{_SID}.jsonl"
+    path.write_bytes(body)
+    want = fresh_dump(claude_code.import_file, path)
+    assert want[_SID][6] == [_uuid(4), _uuid(5)]  # branch two is the abandoned one
+    for cut in range(1, len(entries)):
+        store = MemorySessionStore()
+        path.write_bytes(b"".join(body.splitlines(keepends=True)[:cut]))
+        claude_code.import_file(store, path)
+        path.write_bytes(body)
+        claude_code.import_file(store, path, resume=resume)
+        assert dump(store) == want, f"cut after line {cut}"
+
+
+_AGENTS = FIXTURES / "claude-code" / "agents" / "3d9e8f0a-5c1b-4a6d-8e9f-0b1c2d3e4f5a.jsonl"
+
+
+def _with_agents(
+    directory: Path, agents: list[str], lines: int | None = None
+) -> tuple[Path, bytes]:
+    """The agents fixture's session file (its first ``lines``) with these of its agent files."""
+    sub = directory / _AGENTS.stem / "subagents"
+    sub.mkdir(parents=True)
+    for name in agents:
+        (sub / name).write_bytes((_AGENTS.parent / _AGENTS.stem / "subagents" / name).read_bytes())
+    data = b"".join(_AGENTS.read_bytes().splitlines(keepends=True)[:lines])
+    path = directory / _AGENTS.name
+    path.write_bytes(data)
+    return path, data
+
+
+@pytest.mark.parametrize("resume", [True, False], ids=["resumed", "full"])
+def test_an_agent_file_imported_before_the_line_that_spawned_it_is_linked_when_it_comes(
+    resume: bool, tmp_path: Path
+) -> None:
+    """The session file cut before the Task call (line 4) that started agent a11: the agent's
+    session is stored tied to the trunk without its node; the grown file's import gives it."""
+    path, data = _with_agents(tmp_path, ["agent-a11.jsonl"], lines=9)
+    want = fresh_dump(claude_code.import_file, path)
+    assert want[f"{_AGENTS.stem}/agent-a11"][3] is not None
+    for cut in range(1, 9):
+        store = MemorySessionStore()
+        path.write_bytes(b"".join(data.splitlines(keepends=True)[:cut]))
+        claude_code.import_file(store, path)
+        path.write_bytes(data)
+        claude_code.import_file(store, path, resume=resume)
+        assert dump(store) == want, f"cut after line {cut}"
+
+
+def test_a_compaction_agent_is_linked_once_its_boundary_is_written(tmp_path: Path) -> None:
+    """Cut before the PreCompact hook (line 10) the compaction agent's node is not stored: it is
+    linked when the boundary comes. Cut after the hook, before the boundary (line 11), it is
+    linked to the hook its first entry follows, and a link is kept (the known difference)."""
+    path, data = _with_agents(tmp_path, ["agent-a11.jsonl", "agent-acompact-7f3e.jsonl"])
+    want = fresh_dump(claude_code.import_file, path)
+    agent = f"{_AGENTS.stem}/agent-acompact-7f3e"
+    lines = data.splitlines(keepends=True)
+    for cut in range(1, len(lines)):
+        store = MemorySessionStore()
+        path.write_bytes(b"".join(lines[:cut]))
+        claude_code.import_file(store, path)
+        path.write_bytes(data)
+        claude_code.import_file(store, path)
+        got = dump(store)
+        if cut == 10:
+            assert got[agent][3] == "f195737e-f2a6-4ad5-8bf2-b6f67e201d78" != want[agent][3]
+            got[agent] = want[agent]
+        assert got == want, f"cut after line {cut}"
+
+
+@pytest.mark.parametrize("resume", [True, False], ids=["resumed", "full"])
+def test_a_pi_root_whose_parent_written_later_closes_a_cycle_is_noted_as_a_cut(
+    resume: bool, tmp_path: Path
+) -> None:
+    """Cut after line 6 of the damaged pi file, entry 10000005 names a parent not written yet (a
+    root, ``dangling_parent``); line 7 (10000006) names 10000005 back: the cycle closes, and the
+    root's note becomes ``cycle_parent``, the note one import of the file gives the entry it cuts."""
+    path, data = _copy(FIXTURES / "pi" / "v3-damaged.jsonl", tmp_path)
+    sid = "c4f8e2a6-7d1b-4e3c-9a5f-0b2d4e6f8a13"
+    store = MemorySessionStore()
+    path.write_bytes(b"".join(data.splitlines(keepends=True)[:6]))
+    pi.import_file(store, path)
+    assert store.node(f"{sid}/10000005").metadata["dangling_parent"] == f"{sid}/10000006"
+    path.write_bytes(data)
+    report = pi.import_file(store, path, resume=resume)
+    meta = dict(store.node(f"{sid}/10000005").metadata)
+    assert "dangling_parent" not in meta and meta["cycle_parent"] == f"{sid}/10000006"
+    assert any("10000005" in note and "close a cycle" in note for note in report.notes)
+    assert store.node(f"{sid}/10000005").predecessor is None  # (the link is fixed once stored)

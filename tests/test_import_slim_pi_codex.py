@@ -106,6 +106,32 @@ def test_an_entry_rewritten_before_its_node_is_made_stores_nothing(
     store.close()
 
 
+@pytest.mark.parametrize(("fmt", "importer", "make"), _FORMATS)
+def test_an_entry_edited_where_the_rules_do_not_look_stores_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str, importer: Any, make: str
+) -> None:
+    """An assistant text edited in place between the reads (what a slim entry keeps unchanged)
+    fails the import: the second read checks the line's bytes, not only the fields kept."""
+    lines = _lines(make, 30)
+    path = _write(tmp_path / f"{fmt}.jsonl", lines)
+    at = next(i for i, x in enumerate(lines) if i > 10 and b'"assistant"' in orjson.dumps(x))
+    real = common.rereading
+
+    def edited(where: Path, keep: Any) -> Any:
+        changed = orjson.loads(orjson.dumps(lines))
+        block = (changed[at].get("message") or changed[at]["payload"])["content"][0]
+        block["text"] = block["text"].upper()
+        _write(where, changed)
+        return real(where, keep)
+
+    monkeypatch.setattr(f"graph.importers.{fmt}.rereading", edited)
+    store = SessionStore(tmp_path / "s.db")
+    with pytest.raises(TranscriptError, match=f"line {at + 1} changed while it was imported"):
+        importer.import_file(store, path)
+    assert store.sessions() == []
+    store.close()
+
+
 def test_an_echo_pairs_the_user_item_of_its_text_not_the_nearest(tmp_path: Path) -> None:
     """A slim read keeps a digest of each text: the echo still finds the prompt it repeats."""
     meta = {"id": "0199a1b2-0000-7000-8000-000000000001", "timestamp": "2025-03-01T00:00:00Z"}
@@ -142,3 +168,54 @@ def test_an_echo_pairs_the_user_item_of_its_text_not_the_nearest(tmp_path: Path)
     assert (roles[f"{sid}:1"], roles[f"{sid}:2"]) == ("user", "system")
     assert store.session(sid).title.startswith("fix the parser fix the parser")
     store.close()
+
+
+def _items_of_every_kind() -> list[dict[str, Any]]:
+    def item(kind: str, payload: Any) -> dict[str, Any]:
+        return {"timestamp": "2025-03-01T00:00:01Z", "type": kind, "payload": payload}
+
+    def message(role: Any, *texts: str, block: str = "input_text") -> dict[str, Any]:
+        content = [{"type": block, "text": t} for t in texts]
+        return item("response_item", {"type": "message", "role": role, "content": content})
+
+    return [
+        message("user", "fix the parser"),
+        message("user", "  <environment_context>cwd</environment_context>"),
+        message("user", "<user_instructions>", "and more"),
+        message("user", block="input_image"),
+        message("assistant", "ok", block="output_text"),
+        message("developer", "rules"),
+        message(None, "no role"),
+        item("response_item", {"type": "message", "role": "user", "content": "not a list"}),
+        item("response_item", {"type": "function_call", "name": "sh", "arguments": "{}"}),
+        item("response_item", {"type": "custom_tool_call", "input": "x"}),
+        item("response_item", {"type": "function_call_output", "output": {"a": 1}}),
+        item("response_item", {"type": "reasoning", "summary": [{"text": "hm"}]}),
+        item("response_item", {"type": "something_new"}),
+        item("response_item", "not a payload"),
+        item("compacted", {"message": "summary"}),
+        item("compacted", {"replacement_history": []}),
+        item("event_msg", {"type": "user_message", "message": "fix the parser"}),
+        item("event_msg", {"type": "token_count", "info": None}),
+        item("turn_context", {"model": "gpt"}),
+        {"type": "unknown"},
+    ]
+
+
+def test_the_plan_reads_of_a_slim_item_the_kind_and_role_its_node_gets(corpus: Path) -> None:
+    """The plan's kind and role of an item (read slim, no content made) are its node's."""
+    items = _items_of_every_kind() + [
+        orjson.loads(raw)
+        for f in sorted((corpus / "codex").glob("*.jsonl"))
+        for raw in f.read_bytes().splitlines()
+        if raw.strip()
+    ]
+    for data in items:
+        line = jsonl.Line(1, data)
+        slim = jsonl.Line(1, codex._slim(data))
+        for prompt in (None, True, False):
+            want = codex._item(line, prompt)[:2]
+            assert codex._kind_role(line, prompt) == want, (data, prompt)
+            assert codex._kind_role(slim, prompt) == want, (data, prompt)
+        if codex._is_user_item(line) or codex._is_echo(line):  # what the echo pairing compares
+            assert slim.data["said"] == codex._said(line), data

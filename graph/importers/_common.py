@@ -33,6 +33,7 @@ __all__ = [
     "stamp_subtrees",
     "stored_ids",
     "text_blocks",
+    "unstamp_kept",
     "write_planned",
 ]
 
@@ -77,7 +78,9 @@ def rereading(
 
     A line that holds its object whole already (``data`` not a :class:`Slim`) is returned as it
     is. The object is read from the line's byte offset (:class:`LineReader`) and must be the one
-    read before: ``keep`` of it equal to the slim entry kept.
+    read before: the line's bytes of the same digest as when
+    :func:`~graph.importers.jsonl.read_jsonl` kept it (a slim entry without one: ``keep`` of the
+    object equal to the slim entry kept).
 
     Raises:
         TranscriptError: (from ``whole``) the line no longer holds the object it was read as (the
@@ -90,7 +93,7 @@ def rereading(
             if not isinstance(line.data, Slim):
                 return line
             data = reader.data(line)
-            if data is None or keep(data) != line.data:
+            if data is None or (not hasattr(line.data, "digest") and keep(data) != line.data):
                 raise TranscriptError(path, f"line {line.number} changed while it was imported")
             return Line(line.number, data, line.offset, line.part)
 
@@ -290,6 +293,49 @@ def stamp_subtrees(store: BaseStore, session_id: str, fork_point: str, children:
         below.append(n)
         stack.extend(kids.get(n, ()))
     return len(store.stamp_rewound(session_id, below))
+
+
+def _below(kids: Mapping[str, Sequence[str]], roots: Iterable[str]) -> set[str]:
+    """``roots`` and every node below them."""
+    out: set[str] = set()
+    stack = list(roots)
+    while stack:
+        n = stack.pop()
+        if n not in out:
+            out.add(n)
+            stack.extend(kids.get(n, ()))
+    return out
+
+
+def unstamp_kept(
+    store: BaseStore, session_id: str, rewinds: Iterable[tuple[str, Sequence[str]]]
+) -> int:
+    """Remove the rewound stamps of the branches the rewinds keep (see :func:`stamp_subtrees`).
+
+    ``rewinds`` is ``(fork point, abandoned children)`` of every rewind of the transcript. An
+    import of the file while it was shorter may have stamped a child the conversation went on
+    from later (the head's branch passes through it now): one import of the whole file stamps
+    only the abandoned children's subtrees, so every stamp below a child of a fork point that is
+    not abandoned, and in no abandoned subtree, is removed (:meth:`BaseStore.unstamp_rewound`:
+    metadata only, ``updated_at`` unchanged). Nothing is walked when no such child is stamped.
+
+    Returns:
+        How many stamps were removed.
+    """
+    idx = store.index(session_id)
+    kids = idx.children
+    rewinds = list(rewinds)
+    kept = [
+        k
+        for point, gone in rewinds
+        for k in kids.get(point, ())
+        if k not in gone and idx.is_rewound(k)
+    ]
+    if not kept:
+        return 0
+    abandoned = _below(kids, (k for _, gone in rewinds for k in gone))
+    todo = [n for n in _below(kids, kept) if n not in abandoned and idx.is_rewound(n)]
+    return len(store.unstamp_rewound(session_id, todo))
 
 
 _REPORT_LISTS = ("session_ids", "skipped", "repaired", "dangling", "relinked", "dropped", "notes")

@@ -32,7 +32,10 @@ How entries become nodes:
   the trunk is imported, which links it as importing the trunk first would have.
 * Rewinds: a node with two or more user-prompt children (text typed by the user, not tool results,
   progress or meta entries) at different times is a rewind; every branch below it except the one
-  holding the head (else the newest) is stamped rewound, as :meth:`BaseStore.rewind` does.
+  holding the head (else the newest) is stamped rewound, as :meth:`BaseStore.rewind` does. When
+  later lines go on from a branch an import of the shorter file stamped (the head's branch passes
+  through it now), the import of the grown file removes those stamps
+  (:func:`~graph.importers._common.unstamp_kept`) and stamps the branch now left behind.
 * Artifact forks: at a node with several children, every child off the kept branch (the head's, else
   the one written last) whose subtree holds no typed prompt (a progress or hook entry beside a tool
   result, a parallel tool call's result) is flagged ``metadata["artifact"]`` with its subtree: stored,
@@ -85,6 +88,7 @@ from graph.importers._common import (
     preview,
     stamp_subtrees,
     stored_ids,
+    unstamp_kept,
 )
 from graph.importers.jsonl import Line, LineProblems, LineReader, ReadPosition, read_jsonl
 from graph.importers.report import FileReport, TranscriptError
@@ -1432,6 +1436,7 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
                 if main is not None:
                     sid, order, pred = main
                     others = [o.data for o in t.other]
+                    spawned = [s for s in report.session_ids if s.startswith(f"{sid}/")]
                     state = _state(
                         t,
                         sid,
@@ -1441,6 +1446,7 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
                         origin=plan.origin,
                         settled=_settled(store, store.session(sid).title, others, t.entries)
                         and not _past(t.other, position),
+                        unlinked=[s for s in spawned if store.session(s).spawned_from is None],
                     )
                     save_state(store, path, FORMAT, position, state)
     return report
@@ -1837,8 +1843,12 @@ def _apply_main(
     )
     if plan.stored:  # (the nodes this import wrote have their flags already)
         _restamp(store, sid, [nid(u) for u in plan.stored], {nid(u) for u in plan.artifacts})
-    for point, abandoned in _rewinds(t, main, pred, head):
-        stamp_subtrees(store, sid, nid(point), [nid(a) for a in abandoned])
+    rewinds = [
+        (nid(point), [nid(a) for a in gone]) for point, gone in _rewinds(t, main, pred, head)
+    ]
+    for point, abandoned in rewinds:
+        stamp_subtrees(store, sid, point, abandoned)
+    unstamp_kept(store, sid, rewinds)  # (a shorter file's import stamped what goes on later)
     _note_off_branch(t, main, pred, head, plan.artifacts, report)
     tool_calls = _tool_calls(t, main)
     _import_sidechains(store, t, sid, plan.side, tool_calls, report)
@@ -2174,7 +2184,8 @@ def _import_spawned(
         spawned_from=spawned_from,
         parent_session=parent_sid if parent_nodes else None,
     )
-    if parent_nodes and session.parent_session is None:  # its file was imported before the trunk
+    if parent_nodes and session.spawned_from is None:
+        # Its file was imported before the trunk, or before the trunk's line that started it.
         store.link_spawn(sid, spawned_from, parent_sid)
     head = apart.get(head, head) if head is not None else None
     report.nodes_added += len(store.add_nodes(sid, new, head=head))
@@ -2281,21 +2292,27 @@ def _state(
     agents: dict[str, list[int]],
     origin: dict[str, Any],
     settled: bool,
+    unlinked: Sequence[str] = (),
 ) -> dict[str, Any]:
     """A session file's state after an import: its session, last entries with links, agent files.
 
     ``origin`` is the session metadata's cwd, version and git branch; ``settled`` says only a new
     line can change the title (:func:`_settled`). With both, a resumed import that brings neither a
-    new value nor a line without a uuid never reads the session's metadata.
+    new value nor a line without a uuid never reads the session's metadata. ``unlinked`` names
+    the spawned sessions stored without the node that started them (a line still to come may
+    hold it: the next import is a full one, which links them).
     """
     last = list(main)[-_FRONTIER:]
-    return {
+    out = {
         "session": sid,
         "frontier": [[u, pred[u], t.entries.number(u), _lite(t.entries[u].data)] for u in last],
         "agents": agents,
         "origin": origin,
         "settled": settled,
     }
+    if unlinked:
+        out["unlinked"] = list(unlinked)
+    return out
 
 
 def _past(other: Sequence[Line], position: ReadPosition) -> bool:
@@ -2388,7 +2405,9 @@ def _resume(
     judged as a full import judges them; those entries are stored already and only the new ones are
     added. Nothing is written, and False returned, when the new lines need what the window does
     not hold: a new entry following a stored entry older than the window (its other children are
-    not known), a sidechain, a compaction, a changed or new agent file, a session that is gone, or
+    not known), a sidechain, a compaction, a changed or new agent file, a spawned session stored
+    without the node that started it, a new entry following a node stamped rewound, a session
+    that is gone, or
     artifact flags of stored entries the window cannot judge (:func:`_window_flags`). The flags of
     the stored entries it judges are set as the whole file sets them.
 
@@ -2401,8 +2420,8 @@ def _resume(
     if not isinstance(sid, str) or not isinstance(frontier, list) or not store.has_session(sid):
         return False
     agents = _agent_signatures(path)
-    if agents != st.get("agents"):
-        return False
+    if agents != st.get("agents") or st.get("unlinked"):
+        return False  # (a spawned session without its node: a full import links it)
     position = saved.position
     new = _read(path, problems, report, position, slim=True)
     if not all(_resumable(shape, sid) for shape in new.entries.shapes()):
@@ -2430,6 +2449,8 @@ def _resume(
         p = line.data.get("parentUuid")
         if isinstance(p, str) and p in known and p not in window.entries:
             return False
+        if isinstance(p, str) and p in known and store.index(sid).is_rewound(p):
+            return False  # a stamped branch goes on: a full import moves its stamps
         lines[u] = line
         added.append(u)
     window.other = new.other

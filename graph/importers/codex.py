@@ -45,8 +45,8 @@ Mapping (a rollout is one ``{timestamp, type, payload}`` record per line, in fil
   (:func:`_slim`: types, roles, times, a user item's first characters and a digest of each user
   item's and echo's text for the pairing), the second reads each item whole again by its byte
   offset as its chunk of nodes is made, so an import holds about the same per item whatever the
-  items' size. A line that no longer holds its item then (the file rewritten meanwhile) fails the
-  import, and nothing of the file is stored.
+  items' size. A line whose bytes changed since (the first pass keeps their digest: the file
+  rewritten meanwhile) fails the import, and nothing of the file is stored.
 * A prompt read before its echo is written (Codex writes the prompt's item, then the echo) would
   be taken for injected context and stored so for good: the items from the first one whose role
   a later item may still change (an unpaired user item after the last echo, or the last echo's
@@ -159,13 +159,12 @@ def _slim(data: dict[str, Any]) -> dict[str, Any]:
         return out
     kept = {k: p[k] for k in ("type", "role", "turn_id") if k in p}
     out["payload"] = kept
-    line = Line(0, data)
-    user = _is_user_item(line)
-    if user or _is_echo(line):
-        out["said"] = _said(line)
-    if user:
-        text = "\n".join(b.text for b in _text_of(p.get("content")) if isinstance(b, TextBlock))
+    if kind == "response_item" and ptype == "message" and p.get("role") == "user":
+        text = _joined(p.get("content"))  # (what _text_of's blocks join to, none of them made)
+        out["said"] = _digest(text.strip())
         kept["content"] = [{"type": "input_text", "text": text.lstrip()[:_HEAD]}]
+    elif kind == "event_msg" and ptype == "user_message":
+        out["said"] = _said(Line(0, data))
     return out
 
 
@@ -189,6 +188,10 @@ def _said(line: Line) -> bytes | None:
             return None
     else:
         text = _plain(_payload(line).get("content"))
+    return _digest(text)
+
+
+def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
@@ -315,6 +318,15 @@ def _text_of(content: Any) -> tuple[Block, ...]:
         elif b.get("type") == "input_image":
             blocks.append(ImageBlock(ref=str(b.get("image_url", ""))[:2000]))
     return tuple(blocks)
+
+
+def _joined(content: Any) -> str:
+    """A message's texts joined by newlines, as :func:`_item` joins its blocks' (none made)."""
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(
+        str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") in _TEXTS
+    )
 
 
 def _args(value: Any) -> Any:
@@ -474,6 +486,34 @@ def _hold_back(
         "pair an item still to come; stored once the rollout goes on"
     )
     return items[:held]
+
+
+def _kind_role(line: Line, prompt: bool | None = None) -> tuple[Kind, Role]:
+    """Kind and role of a rollout item, as :func:`_item` gives them, without making its content.
+
+    What the plan reads of a slim item (:func:`_slim`): its content blocks are made when its node
+    is (a tenth of an import went to blocks made and dropped).
+    """
+    kind, p = line.data.get("type"), _payload(line)
+    ptype = p.get("type")
+    if kind == "response_item":
+        if ptype == "message":
+            role = p.get("role")
+            if role == "assistant":
+                return Kind.MESSAGE, Role.ASSISTANT
+            if role == "user" and (
+                not _joined(p.get("content")).lstrip().startswith(_INJECTED)
+                if prompt is None
+                else prompt
+            ):
+                return Kind.MESSAGE, Role.USER
+            return Kind.MESSAGE, Role.SYSTEM
+        if ptype in _CALLS:
+            return Kind.MESSAGE, Role.ASSISTANT
+        if ptype in _OUTPUTS:
+            return Kind.MESSAGE, Role.TOOL
+        return (Kind.EVENT, Role.ASSISTANT) if ptype == "reasoning" else (Kind.EVENT, Role.SYSTEM)
+    return (Kind.SUMMARY, Role.SYSTEM) if kind == "compacted" else (Kind.EVENT, Role.SYSTEM)
 
 
 def _item(line: Line, prompt: bool | None = None) -> tuple[Kind, Role, Content]:
@@ -698,7 +738,7 @@ def _import(
     users: list[tuple[Line, bool | None]] = []  # the user items: the first with text is the title
     for node_id, line, prompt in order:
         last = parse_time(line.data.get("timestamp"), last)
-        kind, role, _ = _item(line, prompt)  # (a slim item's content is not its content)
+        kind, role = _kind_role(line, prompt)  # (a slim item's content is not its content)
         if kind is Kind.MESSAGE and role is Role.USER:
             users.append((line, prompt))
             turns.append(node_id)

@@ -21,6 +21,7 @@ is bounded: at most :data:`MAX_RESYNC` restarts are tried when looking for a rec
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -44,6 +45,7 @@ __all__ = [
     "LineReader",
     "ReadPosition",
     "Slim",
+    "line_digest",
     "read_jsonl",
     "reading_progress",
     "without_bom",
@@ -101,7 +103,20 @@ class Slim(dict[str, Any]):
     a plain dict holds the object whole (kept so, or made by the importer).
     """
 
-    __slots__ = ()
+    __slots__ = ("digest",)
+    digest: bytes
+    """:func:`line_digest` of the line the object was read from (set by :func:`read_jsonl`; a
+    slim object made otherwise has none, and the second read compares what it keeps instead)."""
+
+
+def line_digest(raw: bytes) -> bytes:
+    """A digest (BLAKE2b, 16 bytes) of a line's bytes, its newline left out.
+
+    :class:`LineReader` compares it to tell that a line still holds the bytes it was read as
+    (two different lines share one with odds of 2**-128). The newline is left out so that a
+    complete last line that had none when it was read, and has one now, is the same line.
+    """
+    return hashlib.blake2b(raw[:-1] if raw.endswith(b"\n") else raw, digest_size=16).digest()
 
 
 @dataclass
@@ -297,7 +312,10 @@ def _raw_lines(f: BinaryIO) -> Iterator[tuple[bytes, bool]]:
 
 
 def read_jsonl(
-    path: Path, problems: LineProblems, position: ReadPosition | None = None
+    path: Path,
+    problems: LineProblems,
+    position: ReadPosition | None = None,
+    keep: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> Iterator[Line]:
     """Yield the JSON objects of a JSON Lines file in file order, recording what had to be repaired.
 
@@ -315,6 +333,9 @@ def read_jsonl(
             moved forward past every line that ends with a newline as the lines are handed over, so
             once the iterator is exhausted it says how far the file was read completely: a last line
             still being written (no newline yet) is read, but left after the position.
+        keep: Turns each object into what the caller keeps of it as it is read (None: the object
+            whole). A :class:`Slim` it returns is given the :func:`line_digest` of its line, which
+            :meth:`LineReader.data` checks when it reads the object whole again.
 
     Raises:
         OSError: the file cannot be read.
@@ -346,10 +367,24 @@ def read_jsonl(
                     problems.skipped.append((number, f"not a JSON object ({type(obj).__name__})"))
                 elif chunk.count(b"{") + chunk.count(b"[") > MAX_DEPTH and not _depth_ok(obj):
                     problems.skipped.append((number, f"nested deeper than {MAX_DEPTH} levels"))
-                else:
+                elif keep is None:
                     yield Line(number, obj, start)
+                else:
+                    yield Line(number, _kept(keep(obj), chunk), start)
                 continue
-            yield from _slow_line(number, chunk.rstrip(b"\n"), is_last, problems, start)
+            parts = _slow_line(number, chunk.rstrip(b"\n"), is_last, problems, start)
+            if keep is None:
+                yield from parts
+            else:
+                for x in parts:
+                    yield Line(x.number, _kept(keep(x.data), chunk), x.offset, x.part)
+
+
+def _kept(kept: dict[str, Any], raw: bytes) -> dict[str, Any]:
+    """``kept`` (what a ``keep`` made of the object on line ``raw``), a :class:`Slim` given its digest."""
+    if isinstance(kept, Slim):
+        kept.digest = line_digest(raw)
+    return kept
 
 
 def _slow_line(
@@ -425,26 +460,34 @@ class LineReader:
         """The object ``line`` was read as, parsed again from the file; None when it is not there.
 
         None means the bytes at ``line.offset`` no longer hold an object at ``line.part`` (the file
-        was rewritten since it was read); the caller tells whether the object is still the one
-        it read (an id it carries).
+        was rewritten since it was read), or, for a :class:`Slim` object :func:`read_jsonl` kept,
+        that the line's bytes are not the ones it was read from (their digest differs). Else the
+        caller tells whether the object is still the one it read (an id it carries).
 
         Raises:
             OSError: the file cannot be read.
         """
         if line.offset < 0:
             return line.data
-        return self.data_at(line.offset, line.part, line.number)
+        digest = getattr(line.data, "digest", None) if isinstance(line.data, Slim) else None
+        return self.data_at(line.offset, line.part, line.number, digest)
 
-    def data_at(self, offset: int, part: int = 0, number: int = 0) -> dict[str, Any] | None:
+    def data_at(
+        self, offset: int, part: int = 0, number: int = 0, digest: bytes | None = None
+    ) -> dict[str, Any] | None:
         """The object at ``part`` of the line starting at byte ``offset`` (see :meth:`data`).
 
         ``number`` is the line's number (it names the line in what a repair records).
+        ``digest``, when given, is the :func:`line_digest` the line had: None is returned when
+        its bytes now have another.
 
         Raises:
             OSError: the file cannot be read.
         """
         self._file.seek(offset)
         chunk = self._file.readline()
+        if digest is not None and line_digest(chunk) != digest:
+            return None
         if part == 0:
             try:
                 obj = orjson.loads(chunk)

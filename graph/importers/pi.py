@@ -31,6 +31,9 @@ Mapping (pi's session format: a header line, then entries linked by ``id``/``par
   whose parent is written on a later line (pi writes a parent first: damage) is a root until that
   line exists; stored so, it stays one when the line arrives (links are fixed once stored), where
   one import of the whole file links it, and cuts a cycle the two lines close at the later line.
+  When the later line does close a cycle through the stored root, the root's note becomes
+  ``cycle_parent`` (:meth:`BaseStore.note_cycle_parents`), and a resumed import leaves a file
+  whose new entries include such a parent to a full one.
 * ``branch_summary``: when the entry it summarises (``fromId``) lies below its parent (the fork point
   the user went back to), a sibling-layout summary covering that abandoned branch; otherwise a summary
   without covers.
@@ -62,7 +65,7 @@ Mapping (pi's session format: a header line, then entries linked by ``id``/``par
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -430,6 +433,7 @@ def _import(
             continue
         p = e.data.get("parentId")
         pred[ids[i]] = nid(str(p)) if p else None
+    named_parent = dict(pred)  # the parents the file names
     for node_id in ids:
         if node_id in known:  # the stored link wins over the file's
             pred[node_id] = known[node_id]
@@ -446,6 +450,12 @@ def _import(
             "close a cycle; the entry is kept as a root"
         )
         pred[node_id] = None
+    closed = _closed_later(ids, known, named_parent, pred, inside)
+    waiting = {
+        parent
+        for node_id, parent in named_parent.items()
+        if parent is not None and pred[node_id] is None and parent not in inside
+    }
 
     report.session_ids.append(sid)
     times: dict[str, datetime] = {}
@@ -492,6 +502,8 @@ def _import(
         "prompted": prompted,
         "tail": [i for i, e in zip(ids, entries, strict=True) if e.number > position.line],
     }
+    if waiting:
+        state["waiting"] = sorted(waiting)
     seen = holders(store, [*ids, *dangling.values()])
 
     def still_true() -> bool:
@@ -513,6 +525,11 @@ def _import(
             head = store.session(sid).head
         with rereading(path, _slim) as whole:  # the entries' contents, a chunk at a time
             report.nodes_added += add_chunked(store, sid, nodes(whole), head=head)
+        for node_id in store.note_cycle_parents(sid, closed) if closed else ():
+            report.notes.append(
+                f"line {first_line[node_id]}: entry {raw_ids[node_id]}: its parent "
+                f"{closed[node_id]}, written later, would close a cycle; the entry stays a root"
+            )
         save_state(store, path, FORMAT, position, state)
 
     return still_true, write
@@ -630,6 +647,10 @@ def _resume(
     tail = st.get("tail") or []  # the entries of an unterminated last line read before
     if any(i in located and i not in tail for i in ids):
         return False
+    if not set(st.get("waiting") or ()).isdisjoint(ids):
+        return (
+            False  # a stored root's parent is written: whether it closes a cycle is a full read's
+        )
     fresh = [i for i in ids if i not in located]
     inside = set(ids)
     dangling: dict[str, str] = {}
@@ -672,8 +693,42 @@ def _resume(
         "prompted": bool(st.get("prompted")) or prompted,
         "tail": [i for i, e in zip(ids, entries, strict=True) if e.number > position.line],
     }
+    waiting = {*(st.get("waiting") or ()), *dangling.values()}
+    if waiting:
+        state["waiting"] = sorted(waiting)
     save_state(store, path, FORMAT, position, state)
     return True
+
+
+def _closed_later(
+    ids: Sequence[str],
+    known: Mapping[str, str | None],
+    named: Mapping[str, str | None],
+    pred: Mapping[str, str | None],
+    inside: Container[str],
+) -> dict[str, str]:
+    """The stored roots whose named parent, in the file now, descends from them -> that parent.
+
+    Such an entry was stored as a root with a ``dangling_parent`` note (its parent was not written
+    yet); the link would now close a cycle, the note an import of the whole file writes
+    (``cycle_parent``, :meth:`BaseStore.note_cycle_parents`). Each walk follows ``pred`` (acyclic
+    once cycles are cut) from the parent up, at most ``len(pred)`` steps.
+    """
+    out: dict[str, str] = {}
+    for node_id in ids:
+        parent = named.get(node_id)
+        if parent in (None, node_id) or node_id not in known or known[node_id] is not None:
+            continue  # (a self parent was cut when stored)
+        if parent not in inside:
+            continue
+        n: str | None = parent
+        for _ in range(len(pred)):
+            if n is None or n == node_id:
+                break
+            n = pred.get(n)
+        if n == node_id:
+            out[node_id] = parent
+    return out
 
 
 def _break_cycles(order: list[str], pred: Mapping[str, str | None]) -> dict[str, str]:

@@ -292,10 +292,7 @@ def read_complete(
     Raises:
         OSError: the file cannot be read.
     """
-    lines = read_jsonl(path, problems, position)
-    if keep is not None:
-        lines = (Line(x.number, keep(x.data), x.offset, x.part) for x in lines)
-    return without_torn_tail(list(lines), problems, position)
+    return without_torn_tail(list(read_jsonl(path, problems, position, keep)), problems, position)
 
 
 def nothing_complete_yet(

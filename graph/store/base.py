@@ -683,6 +683,14 @@ class BaseStore(ABC):
         """Stamp nodes rewound."""
 
     @abstractmethod
+    def _db_delete_rewound(self, session_id: str, ids: Sequence[str]) -> None:
+        """Remove the rewound stamps of nodes, and record the change.
+
+        Every other handle's next refresh reads the nodes' stamps again and drops its decoded
+        models of them (their metadata carries the stamp).
+        """
+
+    @abstractmethod
     def _db_set_flags(self, session_id: str, rows: Sequence[NodeRow]) -> None:
         """Replace the ``bits`` and ``metadata`` of stored rows (same ids), and record the change.
 
@@ -966,7 +974,9 @@ class BaseStore(ABC):
         For importers: a sub-agent's transcript imported before its parent's is stored unlinked;
         once the parent is stored, this gives it the link importing the parent first would have
         given. A metadata-only write: ``updated_at`` and the head do not change. A session that
-        has a link already keeps it (nothing is written). A root of the session whose
+        has a link already keeps it (nothing is written), except that a session tied to
+        ``parent_session`` without the node that started it (its import did not find the node
+        yet) is given ``from_node``. A root of the session whose
         ``metadata["dangling_parent"]`` names a node of ``parent_session`` (an importer's note: its
         recorded parent was not stored yet) has that note replaced by
         ``metadata["parent_in_session"] = {"node": ..., "session": parent_session}``, the note an
@@ -992,13 +1002,57 @@ class BaseStore(ABC):
                     raise CycleError(from_node or session_id)
                 seen.add(up)
                 up = self._db_session(up).parent_session
-            if session.spawned_from is not None or session.parent_session is not None:
+            if session.spawned_from is not None or session.parent_session not in (
+                None,
+                parent_session if from_node is not None else None,
+            ):
                 return session
             if from_node is not None and from_node not in self._index(parent_session).pred:
                 raise UnknownNodeError(from_node, parent_session)
             self._db_set_spawn(session_id, from_node, parent_session)
             self._settle_dangling(session_id, parent_session)
             return self._db_session(session_id)
+
+    def note_cycle_parents(self, session_id: str, parents: Mapping[str, str]) -> list[NodeId]:
+        """Turn roots' ``dangling_parent`` notes into ``cycle_parent`` notes: metadata only.
+
+        For importers: an entry stored as a root because the parent it names was not written yet
+        (``metadata["dangling_parent"]``) whose parent, written later, descends from it. The link
+        would close a cycle, so the entry stays a root, and its note says so as an import of the
+        whole file would have (``metadata["cycle_parent"]``). A node whose note does not name the
+        parent given is left alone; ``updated_at``, the head, content and links do not change.
+
+        Args:
+            session_id: The session.
+            parents: Root id -> the parent its entry names.
+
+        Returns:
+            The ids whose note was rewritten, in the order given.
+
+        Raises:
+            UnknownSessionError: no such session.
+            UnknownNodeError: an id is not a node of the session; nothing is written.
+        """
+        with self.atomic():
+            idx = self._index(session_id)
+            for n in parents:
+                if n not in idx.pred:
+                    raise UnknownNodeError(n, session_id)
+            rows = self._db_rows(list(parents))
+            changed: list[NodeRow] = []
+            for n, parent in parents.items():
+                row = rows[n]
+                meta = {} if row.metadata == _EMPTY_METADATA else decode(row.metadata)
+                if meta.get("dangling_parent") != parent:
+                    continue
+                del meta["dangling_parent"]
+                meta["cycle_parent"] = parent
+                changed.append(row._replace(metadata=encode(meta)))
+            if changed:
+                self._db_set_flags(session_id, changed)
+                idx.rev = self._db_update_session(session_id, idx.head, None)
+                idx.changed(r.id for r in changed)
+            return [NodeId(r.id) for r in changed]
 
     def _settle_dangling(self, session_id: str, parent_session: str) -> None:
         """Note the roots' parents found in ``parent_session`` (see :meth:`link_spawn`).
@@ -1428,6 +1482,34 @@ class BaseStore(ABC):
                 self._db_insert_rewound(session_id, todo)
                 idx.rev = self._db_update_session(session_id, idx.head, None)
                 idx.stamp_rewound(todo)
+            return [NodeId(n) for n in todo]
+
+    def unstamp_rewound(self, session_id: str, ids: Iterable[str]) -> list[NodeId]:
+        """Remove the rewound stamps of exactly these nodes: a metadata-only write.
+
+        An importer learns from later lines of a transcript that a branch it stamped rewound (an
+        abandoned branch of a rewind, :meth:`stamp_rewound`) is the one the conversation went on
+        with: one import of the whole file would not have stamped it. Nodes not stamped are
+        skipped; the head, content, links and ``updated_at`` do not change.
+
+        Returns:
+            The ids whose stamp was removed, in the order given.
+
+        Raises:
+            UnknownSessionError: no such session.
+            UnknownNodeError: an id is not a node of the session; nothing is written.
+        """
+        want = list(dict.fromkeys(ids))
+        with self.atomic():
+            idx = self._index(session_id)
+            for n in want:
+                if n not in idx.pred:
+                    raise UnknownNodeError(n, session_id)
+            todo = [n for n in want if idx.is_rewound(n)]
+            if todo:
+                self._db_delete_rewound(session_id, todo)
+                idx.rev = self._db_update_session(session_id, idx.head, None)
+                idx.unstamp_rewound(todo)
             return [NodeId(n) for n in todo]
 
     def set_artifact(self, session_id: str, flags: Mapping[str, bool]) -> list[NodeId]:

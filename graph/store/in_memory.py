@@ -271,6 +271,12 @@ class MemorySessionStore(BaseStore):
         self._log(lambda: done.difference_update(new))
         done.update(new)
 
+    def _db_delete_rewound(self, session_id: str, ids: Sequence[str]) -> None:
+        done = self._rewound[session_id]
+        gone = [n for n in ids if n in done]
+        self._log(lambda: done.update(gone))
+        done.difference_update(gone)
+
     def _db_set_flags(self, session_id: str, rows: Sequence[NodeRow]) -> None:
         before = [self._nodes[r.id] for r in rows]
 

@@ -428,7 +428,9 @@ class PostgresSessionStore(BaseStore):
             "SELECT node_id, provider, value FROM marks WHERE session_id = %(s)s"
             " AND rev > %(seen)s ORDER BY rev",
             "SELECT node_id FROM rewound WHERE session_id = %(s)s AND rev > %(seen)s",
-            "SELECT f.node_id, n.bits FROM flagged f JOIN nodes n ON n.id = f.node_id"
+            "SELECT f.node_id, n.bits,"
+            " EXISTS (SELECT 1 FROM rewound r WHERE r.node_id = f.node_id)"
+            " FROM flagged f JOIN nodes n ON n.id = f.node_id"
             " WHERE f.session_id = %(s)s AND f.rev > %(seen)s ORDER BY f.rev",
             # A session deleted and made again holds no row the index saw.
             "SELECT EXISTS (SELECT 1 FROM nodes WHERE session_id = %(s)s AND rev <= %(seen)s)",
@@ -477,8 +479,9 @@ class PostgresSessionStore(BaseStore):
             for nid, provider, value in marks:
                 index.add_marks(provider, value, (nid,))
             index.stamp_rewound([r[0] for r in stamps])
-            index.set_artifact((nid, is_artifact(b)) for nid, b in flags)
-            index.changed(nid for nid, _ in flags)  # (their metadata may be what changed)
+            index.set_artifact((nid, is_artifact(b)) for nid, b, _ in flags)
+            index.unstamp_rewound(nid for nid, _, stamp in flags if not stamp)
+            index.changed(nid for nid, _, _ in flags)  # (their metadata may be what changed)
         assert rev is not None
         index.rev, index.head = rev, head
 
@@ -680,6 +683,18 @@ class PostgresSessionStore(BaseStore):
                 cur.executemany(
                     "INSERT INTO rewound (session_id, node_id, rev) VALUES (%s, %s, %s)"
                     " ON CONFLICT (node_id) DO NOTHING",
+                    [(session_id, n, rev) for n in ids],
+                )
+
+    def _db_delete_rewound(self, session_id: str, ids: Sequence[str]) -> None:
+        # ``flagged`` tells the other connections to read the nodes' stamps again (a stamp's rev
+        # only tells them of stamps added).
+        with _translated():
+            rev = self._bump(session_id)
+            with self.conn.cursor() as cur:
+                cur.execute("DELETE FROM rewound WHERE node_id = ANY(%s)", (list(ids),))
+                cur.executemany(
+                    "INSERT INTO flagged (session_id, node_id, rev) VALUES (%s, %s, %s)",
                     [(session_id, n, rev) for n in ids],
                 )
 

@@ -653,14 +653,20 @@ class SessionStore(BaseStore):
                     index.rewound_seq = seq
                 index.stamp_rewound(stamped)
                 flags = []
-                for seq, nid, b in c.execute(
-                    "SELECT f.seq, f.node_id, n.bits FROM flagged f JOIN nodes n ON n.id = f.node_id"
+                unstamped = []
+                for seq, nid, b, stamp in c.execute(
+                    "SELECT f.seq, f.node_id, n.bits,"
+                    " EXISTS (SELECT 1 FROM rewound r WHERE r.node_id = f.node_id)"
+                    " FROM flagged f JOIN nodes n ON n.id = f.node_id"
                     " WHERE f.session_id=? AND f.seq>? ORDER BY f.seq",
                     (sid, index.flag_seq),
                 ):
                     flags.append((nid, is_artifact(b)))
+                    if not stamp:
+                        unstamped.append(nid)
                     index.flag_seq = seq
                 index.set_artifact(flags)
+                index.unstamp_rewound(unstamped)
                 index.changed(n for n, _ in flags)  # (their metadata may be what changed)
                 index.rev, index.head = row
 
@@ -1226,6 +1232,18 @@ class SessionStore(BaseStore):
                 [(session_id, n) for n in ids],
             )
             self._advance(session_id, "rewound_seq", "rewound")
+
+    def _db_delete_rewound(self, session_id: str, ids: Sequence[str]) -> None:
+        # ``flagged`` tells the other connections to read the nodes' stamps again (the rewound
+        # table's seq only tells them of stamps added).
+        with _translated():
+            c = self.conn
+            c.executemany("DELETE FROM rewound WHERE node_id=?", [(n,) for n in ids])
+            c.executemany(
+                "INSERT INTO flagged (session_id, node_id) VALUES (?, ?)",
+                [(session_id, n) for n in ids],
+            )
+            self._advance(session_id, "flag_seq", "flagged")
 
     def _db_set_flags(self, session_id: str, rows: Sequence[NodeRow]) -> None:
         with _translated():

@@ -75,8 +75,10 @@ __all__ = [
     "test_has_session_and_locate",
     "test_identical_reappend_is_a_no_op",
     "test_iter_nodes_and_node_count",
+    "test_link_spawn_gives_a_session_tied_to_its_parent_the_node_that_started_it",
     "test_link_spawn_settles_a_dangling_parent_note",
     "test_markers_of_two_handles_stay_apart",
+    "test_note_cycle_parents_rewrites_only_matching_dangling_notes",
     "test_nodes_without_ids_are_every_node_predecessors_first",
     "test_pending_ids_by_tip_matches_pending_by_tip",
     "test_reads_of_a_few_nodes_on_another_handle_equal_the_writers",
@@ -90,6 +92,7 @@ __all__ = [
     "test_the_index_handed_out_is_read_only",
     "test_to_networkx_is_a_read_only_view",
     "test_two_values_of_one_provider_never_overwrite_each_other",
+    "test_unstamp_rewound_removes_exactly_those_stamps_for_every_handle",
 ]
 
 StoreFactory = Callable[[], BaseStore]
@@ -299,6 +302,52 @@ def test_link_spawn_settles_a_dangling_parent_note(
         assert handle.session(child).updated_at == before
         assert handle.session(child).spawned_from == "t2"
         assert handle.branch(child, "a2")[0].metadata == a1.metadata
+    store.link_spawn(child, "t1", trunk)
+    assert store.session(child).spawned_from == "t2", "a link is kept"
+
+
+def test_link_spawn_gives_a_session_tied_to_its_parent_the_node_that_started_it(
+    store: BaseStore, store_handles: Callable[[], BaseStore]
+) -> None:
+    """A session tied to its parent session without a node (its import found none yet) gets one."""
+    trunk = build(store, "t1-t2", session="trunk")
+    other_trunk = build(store, "o1", session="other")
+    child = store.create_session("agent", id="trunk/agent-1", parent_session=trunk).id
+    build(store, "a1-a2", session=child)
+    before = store.session(child)
+    assert store.link_spawn(child, None, trunk).spawned_from is None  # nothing to give yet
+    assert store.link_spawn(child, "o1", other_trunk).parent_session == trunk  # tied elsewhere
+    store.link_spawn(child, "t2", trunk)
+    for handle in (store, store_handles()):
+        got = handle.session(child)
+        assert (got.spawned_from, got.parent_session) == ("t2", trunk)
+        assert (got.updated_at, got.head) == (before.updated_at, before.head)
+
+
+def test_note_cycle_parents_rewrites_only_matching_dangling_notes(
+    store: BaseStore, store_handles: Callable[[], BaseStore]
+) -> None:
+    """A root's ``dangling_parent`` note naming the parent given becomes ``cycle_parent``."""
+    sid = store.create_session("pi", id="s").id
+    nodes = [
+        node(sid, "r1", None, metadata={"dangling_parent": "c1", "line": 1}),
+        node(sid, "c1", "r1", role=Role.ASSISTANT),
+        node(sid, "r2", None, metadata={"dangling_parent": "elsewhere"}),
+    ]
+    store.add_nodes(sid, nodes, head="c1")
+    other = store_handles()
+    assert other.node("r1").metadata["dangling_parent"] == "c1"  # decoded there
+    before = store.session(sid)
+    assert store.note_cycle_parents(sid, {"r1": "c1", "r2": "c1", "c1": "r1"}) == ["r1"]
+    for handle in (store, other, store_handles()):
+        assert handle.node("r1").metadata == {"cycle_parent": "c1", "line": 1}
+        assert handle.node("r2").metadata == {"dangling_parent": "elsewhere"}
+        got = handle.session(sid)
+        assert (got.updated_at, got.head) == (before.updated_at, before.head)
+    snap = snapshot(store)
+    with pytest.raises(UnknownNodeError):
+        store.note_cycle_parents(sid, {"r2": "elsewhere", "ghost": "r1"})
+    assert snapshot(store) == snap  # all or nothing
 
 
 def test_delete_session_removes_it_and_its_spawns_in_one_transaction(store: BaseStore) -> None:
@@ -664,6 +713,37 @@ def test_stamp_rewound_stamps_exactly_those_nodes_and_keeps_the_head(store: Base
     with pytest.raises(UnknownNodeError):
         store.stamp_rewound(sid, ["m2", "ghost"])
     assert snapshot(store) == before  # all or nothing
+
+
+def test_unstamp_rewound_removes_exactly_those_stamps_for_every_handle(
+    store: BaseStore, store_handles: Any
+) -> None:
+    """Unstamp rewound removes exactly those stamps, metadata only, seen by every handle."""
+    sid = build(store, "m1-m2-m3; m1-b1-b2", head="m3")
+    store.stamp_rewound(sid, ["b1", "b2", "m3"])
+    other = store_handles()
+    assert other.node("b1").rewound and other.index(sid).is_rewound("b2")  # read there
+    updated = store.session(sid).updated_at
+    rev = store.index(sid).rev
+    assert store.unstamp_rewound(sid, ["b2", "m2", "b1", "b2"]) == ["b2", "b1"]  # m2: not stamped
+    assert store.index(sid).rev > rev
+    for h in (store, other, store_handles()):
+        assert [n.id for n in h.nodes(sid) if n.rewound] == ["m3"]
+        assert not h.node("b1").rewound and not h.index(sid).is_rewound("b2")
+        assert h.tips(sid) == ["b2", "m2"]  # (m3 is still rewound)
+    assert store.session(sid).updated_at == updated  # a metadata-only write
+    assert store.session(sid).head == "m3"
+    assert other.unstamp_rewound(sid, ["b1"]) == []
+    store.stamp_rewound(sid, ["b1"])  # stamped again after the removal: every handle sees it
+    assert other.node("b1").rewound and other.index(sid).is_rewound("b1")
+    before = snapshot(store)
+    with pytest.raises(UnknownNodeError):
+        store.unstamp_rewound(sid, ["m3", "ghost"])
+    with pytest.raises(RuntimeError), store.atomic():
+        store.unstamp_rewound(sid, ["m3"])
+        raise RuntimeError("roll back")
+    assert snapshot(store) == before  # all or nothing
+    assert snapshot(other) == before
 
 
 def test_set_artifact_flags_stored_nodes_for_every_handle(
