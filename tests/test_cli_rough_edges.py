@@ -65,3 +65,83 @@ def test_a_known_runtime_still_filters(
         ["--db", str(db), "sessions", "--runtime", "pi"], capsys, monkeypatch
     )
     assert (code, out.strip()) == (0, "no sessions match")
+
+
+def _with_password(url: str, password: str) -> str:
+    """``url`` logging in with ``password`` instead of its own."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    user = parts.username or "postgres"
+    return parts._replace(
+        netloc=f"{user}:{password}@{parts.hostname}:{parts.port or 5432}"
+    ).geturl()
+
+
+def _unreachable_urls() -> list[tuple[str, str, str]]:
+    """``(url, where, reason)``: nothing listening, and (with a test server) a refused login."""
+    from tests.conftest import postgres_url
+
+    urls = [("postgresql://nobody:s3cret-pw@127.0.0.1:1/none", "127.0.0.1:1", "Connection refused")]
+    server = postgres_url()
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(server)
+    where = f"{parts.hostname}:{parts.port or 5432}"
+    urls.append((_with_password(server, "s3cret-pw"), where, "password authentication failed"))
+    unknown = urlsplit(server)._replace(path="/no_such_database_here").geturl()
+    urls.append((unknown, where, 'database "no_such_database_here" does not exist'))
+    return urls
+
+
+def test_an_unreachable_postgresql_store_is_named_with_its_reason() -> None:
+    pytest.importorskip("psycopg")
+    from graph.errors import StoreBusyError, StoreConnectError
+    from graph.store.postgres import PostgresSessionStore
+
+    for url, where, reason in _unreachable_urls():
+        with pytest.raises(StoreConnectError) as e:
+            PostgresSessionStore(url)
+        assert not isinstance(e.value, StoreBusyError), url
+        assert e.value.where == where and reason in e.value.reason, e.value
+        assert "s3cret-pw" not in str(e.value) and "busy" not in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["sessions"],
+        ["sessions", "--json"],
+        ["recent"],
+        ["memory", "status"],
+        ["search", "hello"],
+        ["show", "abc"],
+        ["import", str(EXAMPLE)],
+        ["export", "abc", "-o", "out.jsonl"],
+    ],
+    ids=[
+        "sessions",
+        "sessions-json",
+        "recent",
+        "memory-status",
+        "search",
+        "show",
+        "import",
+        "export",
+    ],
+)
+def test_every_command_says_it_cannot_connect_on_one_line(
+    args: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("psycopg")
+    monkeypatch.chdir(tmp_path)
+    for url, where, reason in _unreachable_urls():
+        out, err, code = by_launch(["--db", url, *args], capsys, monkeypatch)
+        assert code == 1 and out == "", (url, out)
+        lines = err.strip().splitlines()
+        assert len(lines) == 1, err
+        assert lines[0].startswith(f"error: --db: cannot connect to {where}: "), err
+        assert reason in lines[0] and "s3cret-pw" not in err and "busy" not in err
