@@ -145,3 +145,36 @@ def test_every_command_says_it_cannot_connect_on_one_line(
         assert len(lines) == 1, err
         assert lines[0].startswith(f"error: --db: cannot connect to {where}: "), err
         assert reason in lines[0] and "s3cret-pw" not in err and "busy" not in err
+
+
+def test_export_session_refuses_to_write_over_what_is_not_a_bundle(
+    db: Path, tmp_path: Path
+) -> None:
+    from graph.bundle import BundleError, ExportTargetError, export_session
+
+    store = SessionStore(db)
+    try:
+        sid = store.sessions()[0].id
+        transcript = tmp_path / "t.jsonl"
+        transcript.write_text('{"type": "user"}\n')
+        for target in (db, transcript, tmp_path):
+            before = target.read_bytes() if target.is_file() else None
+            with pytest.raises(ExportTargetError) as e:
+                export_session(store, sid, target)
+            assert isinstance(e.value, BundleError) and e.value.path == target
+            assert (target.read_bytes() if target.is_file() else None) == before
+        bundle = tmp_path / "s.sgbundle"
+        size = export_session(store, sid, bundle)
+        assert export_session(store, sid, bundle) == size  # a bundle is written over
+    finally:
+        store.close()
+
+
+def test_export_refuses_the_store_itself_on_one_line(
+    db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = db.read_bytes()
+    out, err, code = by_launch(["--db", str(db), "export", "…", "-o", str(db)], capsys, monkeypatch)
+    assert code == 1 and out == ""
+    assert err.strip() == f"error: -o {db}: exists and is not a session bundle; it is left as it is"
+    assert db.read_bytes() == before

@@ -414,26 +414,18 @@ def export_command(
 
     Example: sessiongraph export SESSION -o session.sgbundle
     """
-    from graph.bundle import MAGIC, export_session
+    from graph.bundle import ExportTargetError, check_export_target, export_session
 
-    if output.is_dir():
-        raise CommandLineError(f"-o {output}", "is a folder; give the bundle file to write")
-    head = b""  # nothing there, not a regular file (a device) or unreadable: writing says why
-    if output.is_file():
-        try:
-            with output.open("rb") as f:
-                head = f.read(64)
-        except OSError:
-            pass
-    if head and MAGIC not in head:
-        # Only a bundle is written over: -o naming the store itself or a transcript lost it.
-        raise CommandLineError(
-            f"-o {output}", "exists and is not a session bundle; it is left as it is"
-        )
+    try:
+        check_export_target(output)  # before the store opens: the first mistake named is -o's
+    except ExportTargetError as e:
+        raise CommandLineError(f"-o {output}", e.reason) from None
     store = open_store(ctx, create=False)
     s = resolve_session(store, session)
     try:
         size = export_session(store, s.id, output, spawned=spawned)
+    except ExportTargetError as e:  # made meanwhile: export_session checks again
+        raise CommandLineError(f"-o {output}", e.reason) from None
     except OSError as e:
         raise CommandLineError(f"-o {output}", e.strerror or str(e)) from None
     say(_console(), f"wrote {markup(str(output))} ({size} bytes, session {markup(s.id)})")
