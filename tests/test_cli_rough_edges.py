@@ -178,3 +178,29 @@ def test_export_refuses_the_store_itself_on_one_line(
     assert code == 1 and out == ""
     assert err.strip() == f"error: -o {db}: exists and is not a session bundle; it is left as it is"
     assert db.read_bytes() == before
+
+
+@pytest.mark.parametrize("columns", [20, 33, 48], ids=["20", "33", "48"])
+def test_memory_status_keeps_ids_paths_and_counts_whole_when_narrow(
+    db: Path, tmp_path: Path, columns: int
+) -> None:
+    from graph.terminal import short_forms
+    from tests.clikit import console
+
+    store = SessionStore(db)
+    try:
+        sessions = {s.id: s for s in store.sessions()}
+    finally:
+        store.close()
+    ws = tmp_path / "a-workspace-folder-with-a-long-name"
+    done = console("--db", str(db), "memory", "-w", str(ws), "status", columns=columns)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert any(str(ws) in line for line in lines), done.stdout
+    header = next(line for line in lines if line.startswith("session"))
+    assert header.split() == ["session", "pending", "title"], done.stdout
+    for sid, short in short_forms(sessions).items():
+        row = next((line for line in lines if line.startswith(short + " ")), None)
+        assert row is not None, f"{short} is not whole at the start of a row:\n{done.stdout}"
+        assert row.split()[1].isdigit(), row  # its count, whole, beside it
+    assert any("pending turn(s) in" in line for line in lines)
