@@ -199,8 +199,50 @@ def test_memory_status_keeps_ids_paths_and_counts_whole_when_narrow(
     assert any(str(ws) in line for line in lines), done.stdout
     header = next(line for line in lines if line.startswith("session"))
     assert header.split() == ["session", "pending", "title"], done.stdout
-    for sid, short in short_forms(sessions).items():
+    for short in short_forms(sessions).values():
         row = next((line for line in lines if line.startswith(short + " ")), None)
         assert row is not None, f"{short} is not whole at the start of a row:\n{done.stdout}"
         assert row.split()[1].isdigit(), row  # its count, whole, beside it
     assert any("pending turn(s) in" in line for line in lines)
+
+
+def test_a_failed_import_reads_as_a_sentence_and_keeps_its_class_in_json(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    import msgpack
+
+    from graph.bundle import export_session
+
+    store = SessionStore(db)
+    try:
+        sid = store.sessions()[0].id
+        export_session(store, sid, tmp_path / "ok.sgbundle", spawned=False)
+    finally:
+        store.close()
+    data = msgpack.unpackb((tmp_path / "ok.sgbundle").read_bytes())
+    node = data["sessions"][0]["nodes"][1]
+    node["content"] = [{"type": "text", "text": "not what the store holds"}]
+    bad = tmp_path / "changed.sgbundle"
+    bad.write_bytes(msgpack.packb(data))
+    out, err, code = by_launch(["--db", str(db), "import", str(bad)], capsys, monkeypatch)
+    failed = [line for line in err.splitlines() if line.startswith("failed")]
+    assert failed == [
+        f"failed {bad}: node {node['id']!r} already exists in session {sid!r} with a different"
+        " content (nothing of it was stored)"
+    ], err
+    out, err, code = by_launch(["--db", str(db), "import", str(bad), "--json"], capsys, monkeypatch)
+    (report,) = json.loads(out)["files"]
+    assert report["error"].startswith(f"DuplicateNodeError: node {node['id']!r} already exists")
+
+
+def test_a_failure_naming_a_node_of_a_transcript_names_its_line(tmp_path: Path) -> None:
+    from graph.errors import DuplicateNodeError
+    from graph.importers.report import failure
+
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"uuid": "u1"}\n{"uuid": "u2"}\n{"uuid": "u3"}\n')
+    fr = failure(path, DuplicateNodeError("s/u2", "s", "content"))
+    assert fr.error is not None and fr.error.startswith("DuplicateNodeError: ")
+    assert fr.reason is not None and fr.reason.startswith("line 2: node 's/u2' already exists")

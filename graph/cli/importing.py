@@ -148,7 +148,7 @@ def _problems(report: ImportReport, verbose: bool) -> None:
         where = markup(str(fr.path))
         if fr.error:
             # On one line: a driver's message (a refused connection) spans several.
-            why = " ".join(fr.error.split())
+            why = " ".join((fr.reason or fr.error).split())
             err.print(
                 f"[red]failed[/] {where}: {markup(why)} (nothing of it was stored)",
                 soft_wrap=True,
@@ -333,7 +333,7 @@ def import_command(
 def _import_postgres_saver(store: BaseStore, report: ImportReport, url: str) -> None:
     """``--langgraph URL``: the PostgresSaver database joins the report like one more file."""
     from graph.importers.langgraph import FORMAT, import_postgres, postgres_label
-    from graph.importers.report import FileReport
+    from graph.importers.report import failure
     from graph.store import is_postgres_url
 
     if not is_postgres_url(url):
@@ -341,7 +341,8 @@ def _import_postgres_saver(store: BaseStore, report: ImportReport, url: str) -> 
     try:
         fr = import_postgres(store, url)
     except Exception as e:  # TranscriptError, GraphError: reported like a failed file
-        fr = FileReport(postgres_label(url), FORMAT, error=f"{type(e).__name__}: {e}")
+        fr = failure(postgres_label(url), e)
+        fr.format = FORMAT
     report.files.append(fr)
     for sid in fr.session_ids:
         report.stats[sid] = store.stats(sid)
