@@ -246,3 +246,18 @@ def test_a_failure_naming_a_node_of_a_transcript_names_its_line(tmp_path: Path) 
     fr = failure(path, DuplicateNodeError("s/u2", "s", "content"))
     assert fr.error is not None and fr.error.startswith("DuplicateNodeError: ")
     assert fr.reason is not None and fr.reason.startswith("line 2: node 's/u2' already exists")
+
+
+def test_the_undo_command_after_a_delete_is_whole_on_its_line(db: Path, tmp_path: Path) -> None:
+    import json
+
+    from tests.clikit import console
+
+    base = ["--db", str(db), "memory", "-w", str(tmp_path / "ws")]
+    assert console(*base, "write").returncode == 0
+    listed = console(*base, "list", "--json")
+    rid = json.loads(listed.stdout)[0]["id"]
+    done = console(*base, "delete", rid, columns=80)
+    assert done.returncode == 0, done.stderr
+    hint = f"sessiongraph {' '.join(base)} undo {rid}"
+    assert any(line.endswith(hint) for line in done.stdout.splitlines()), done.stdout

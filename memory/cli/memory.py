@@ -406,7 +406,8 @@ def delete(
         if stone.expires_at > stone.deleted_at:
             console.print(
                 f"deleted {markup(rid)}; undo until {when(stone.expires_at)} UTC with: "
-                + markup(_again(ctx, "undo", rid))
+                + markup(_again(ctx, "undo", rid)),
+                soft_wrap=True,  # the command to copy: never broken across lines
             )
         else:
             console.print(f"deleted {markup(rid)} for good", soft_wrap=True)
