@@ -261,3 +261,23 @@ def test_the_undo_command_after_a_delete_is_whole_on_its_line(db: Path, tmp_path
     assert done.returncode == 0, done.stderr
     hint = f"sessiongraph {' '.join(base)} undo {rid}"
     assert any(line.endswith(hint) for line in done.stdout.splitlines()), done.stdout
+
+
+def test_forget_and_add_print_their_ids_whole(db: Path, tmp_path: Path) -> None:
+    from tests.clikit import console
+
+    store = SessionStore(db)
+    try:
+        agent = next(s for s in store.sessions() if s.parent_session)
+        root = store.session(agent.parent_session or "")
+        first = next(iter(store.index(root.id).pred))
+    finally:
+        store.close()
+    base = ["--db", str(db), "memory", "-w", str(tmp_path / "ws")]
+    assert console(*base, "write").returncode == 0
+    added = console(*base, "add", "A fact.", "--cite", f"{root.id}/{first}", columns=40)
+    assert added.returncode == 0, added.stderr
+    assert any(ln.startswith("saved m-") and " in " in ln for ln in added.stdout.splitlines())
+    done = console(*base, "forget", agent.id, "--yes", columns=80)
+    assert done.returncode == 0, done.stderr
+    assert any(f"forgot session {agent.id}: " in ln for ln in done.stdout.splitlines()), done.stdout
