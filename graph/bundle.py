@@ -54,6 +54,8 @@ __all__ = [
     "MAGIC",
     "BundleError",
     "BundleReport",
+    "ExportTargetError",
+    "check_export_target",
     "export_session",
     "import_bundle",
     "read_bundle",
@@ -83,6 +85,38 @@ class BundleError(GraphError, ValueError):
         super().__init__(f"{path}: {reason}")
         self.path = Path(path)
         self.reason = reason
+
+
+class ExportTargetError(BundleError):
+    """The file an export would write is a folder, or exists and is not a session bundle.
+
+    Only a bundle is written over, so an export aimed by mistake at the store itself, a transcript
+    or any other file leaves it as it is. Attributes as :class:`BundleError`'s.
+    """
+
+
+def check_export_target(path: Path | str) -> None:
+    """Refuse a file :func:`export_session` must not write over; a missing file or a bundle passes.
+
+    A file that cannot be read (or is no regular file, a device say) passes too: writing it says
+    why it cannot be written.
+
+    Raises:
+        ExportTargetError: ``path`` is a folder, or a readable file whose first bytes are not a
+            bundle's (:data:`MAGIC`).
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ExportTargetError(path, "is a folder; give the bundle file to write")
+    head = b""
+    if path.is_file():
+        try:
+            with path.open("rb") as f:
+                head = f.read(64)
+        except OSError:
+            pass
+    if head and MAGIC not in head:
+        raise ExportTargetError(path, "exists and is not a session bundle; it is left as it is")
 
 
 @dataclass
@@ -264,11 +298,16 @@ def export_session(
     Returns:
         The number of bytes written.
 
+    An existing ``path`` is replaced (all or nothing) only when it is a bundle: the store's own
+    file, a transcript or any other file is refused and left as it is (:func:`check_export_target`).
+
     Raises:
+        ExportTargetError: ``path`` is a folder, or exists and is not a bundle; nothing is written.
         UnknownSessionError: no such session.
         BundleError: the session's metadata holds a value a bundle cannot carry (bytes).
         OSError: the file cannot be written.
     """
+    check_export_target(path)
     order = [session_id]
     seen = {session_id}
     store.session(session_id)

@@ -22,7 +22,8 @@ Every error derives from :class:`GraphError`; most also derive from the built-in
     ├── CodecError (ValueError)          type_name
     ├── CommandLineError (ValueError)    what, why   (graph.terminal, a command line mistake)
     └── StoreError                       the translated ``sqlite3`` error is its ``__cause__``
-        ├── StoreBusyError               retryable: another writer holds a lock, or the server is unreachable
+        ├── StoreBusyError               retryable: another writer holds a lock, or the connection was lost
+        ├── StoreConnectError            where, reason   (no server there, or it refused the login)
         ├── SchemaVersionError           expected, got
         └── ForeignDatabaseError         tables   (a database of something else, not a store)
 
@@ -47,6 +48,7 @@ __all__ = [
     "NotOnBranchError",
     "SchemaVersionError",
     "StoreBusyError",
+    "StoreConnectError",
     "StoreError",
     "UnknownNodeError",
     "UnknownPredecessorError",
@@ -260,8 +262,9 @@ class StoreBusyError(StoreError):
 
     On SQLite another connection held the write lock past the timeout (readers never take it, so
     only writes and the one-time creation or migration of a file's schema wait for it); on
-    PostgreSQL a lock wait, deadlock or serialization failure, or a server that cannot be reached
-    or dropped the connection. Nothing was written.
+    PostgreSQL a lock wait, deadlock or serialization failure, or a server that dropped the
+    connection (one not reached when the store is opened is :class:`StoreConnectError`). Nothing
+    was written.
 
     Attributes:
         what: The driver's message, on one line.
@@ -276,6 +279,26 @@ class StoreBusyError(StoreError):
         super().__init__(f"the store is busy: {what}: {why}; retry the same call")
         self.what = what
         self.why = why
+
+
+class StoreConnectError(StoreError):
+    """A database server could not be connected to when the store was opened; nothing was read.
+
+    Nothing listens at the address, the host name does not resolve, or the server refused the
+    login (a wrong password, an unknown user or database). Unlike a lost connection
+    (:class:`StoreBusyError`), retrying the same call does not help until the address or the
+    credentials are corrected.
+
+    Attributes:
+        where: The address tried: ``host:port``, or the server's socket path.
+        reason: The server's or the driver's reason, on one line, without the password.
+    """
+
+    def __init__(self, where: str, reason: str) -> None:
+        reason = " ".join(reason.split())
+        super().__init__(f"cannot connect to {where}: {reason}")
+        self.where = where
+        self.reason = reason
 
 
 class ForeignDatabaseError(StoreError):

@@ -34,9 +34,10 @@ if _typing.TYPE_CHECKING:
     from memory.forget import ForgetReport, forget_session
     from memory.interface import LocalMemory, MemoryProvider, run_session, wrap_context
     from memory.pipeline import PROVIDER, FailureReason, WriteFailure, WritePipeline, split_batches
+    from memory.recall import SearchHit
     from memory.records import Citation, Record, Source
     from memory.watcher import IdleWatcher
-    from memory.workspace import MemoryWorkspace, SearchHit, approx_tokens
+    from memory.workspace import MemoryWorkspace, approx_tokens
     from memory.writers import DigestWriter, ModelWriter, Writer, WriteRequest
 
 # The names are imported when first used, so that the command line's quick commands (``recent``,
@@ -62,7 +63,7 @@ _LAZY = {
     "RejectedError": "memory.errors",
     "Rejection": "memory.errors",
     "RewriteTopic": "memory.changes",
-    "SearchHit": "memory.workspace",
+    "SearchHit": "memory.recall",
     "SearchIndexMissingError": "memory.errors",
     "Source": "memory.records",
     "SourceRef": "memory.changes",

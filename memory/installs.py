@@ -25,7 +25,6 @@ from graph.models import to_micros, utcnow
 from memory.archive import Archive
 from memory.database import WorkspaceDatabase
 from memory.errors import RejectedError, Rejection, WorkspaceBusyError
-from memory.history import record_json, record_revision
 from memory.records import Citation, Record, content_hash
 from memory.transactions import Plan, State, record_links
 
@@ -184,6 +183,10 @@ class Records:
             self._write(p)
             revision += 1
             db.execute("UPDATE meta SET value = ? WHERE key = 'revision'", (str(revision),))
+            from memory.history import (
+                record_revision,
+            )  # installs alone need history (and pydantic's changes)
+
             record_revision(db, revision, kind or ("write" if journal else "change"), _versions(p))
             if journal is not None:
                 session_id, node_ids = journal
@@ -325,6 +328,8 @@ class Records:
             db.index_records(self._rowids([rec.id]))
             revision = self.revision() + 1
             db.execute("UPDATE meta SET value = ? WHERE key = 'revision'", (str(revision),))
+            from memory.history import record_json, record_revision
+
             record_revision(db, revision, "undo", [(rec.id, "restored", record_json(rec, pos))])
             if then is not None:
                 then(db)
@@ -365,6 +370,8 @@ class Records:
 
 def _versions(p: Plan) -> list[tuple[str, str, dict[str, object] | None]]:
     """What a plan changes, record by record, as history keeps it."""
+    from memory.history import record_json
+
     at = {rid: n for ids in p.after.order.values() for n, rid in enumerate(ids)}
     out: list[tuple[str, str, dict[str, object] | None]] = []
     seen: set[str] = set()

@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from enum import StrEnum
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from graph.errors import StoreError, UnknownSessionError
 from graph.ids import NodeId
@@ -49,7 +49,9 @@ from memory.errors import (
     WriterUnavailableError,
 )
 from memory.workspace import MemoryWorkspace, approx_tokens
-from memory.writers import DigestWriter, Writer, WriteRequest
+
+if TYPE_CHECKING:  # the writers are imported by a pipeline (`memory status` counts without one)
+    from memory.writers import Writer
 
 __all__ = [
     "PROVIDER",
@@ -264,6 +266,8 @@ class WritePipeline:
     ) -> None:
         self.workspace = workspace
         self.store = store
+        from memory.writers import DigestWriter
+
         self.writer: Writer = writer or DigestWriter()
         self.budget = budget
         self.count_tokens = count_tokens
@@ -354,6 +358,8 @@ class WritePipeline:
 
     def _pass(self, session_id: str, batch: list[Node]) -> int:
         """Write one batch; return how many of its turns (a prefix) are now marked."""
+        from memory.writers import WriteRequest
+
         ws = self.workspace
         sources = ws.archive(batch)
         self._step("archived")

@@ -19,14 +19,16 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from graph.store.base import BaseStore
 from memory import caps
-from memory.pipeline import owed_ids
-from memory.recall import SearchHit, hits, matches
 from memory.records import Record
 from memory.tombstones import resolve_record, tombstones
 from memory.workspace import MemoryWorkspace
+
+if TYPE_CHECKING:  # recall and the pipeline are imported by the functions that use them
+    from memory.recall import SearchHit
 
 __all__ = [
     "CitationView",
@@ -193,6 +195,8 @@ def search_page(
     if page < 1 or per_page < 1:
         raise ValueError(f"page ({page}) and per_page ({per_page}) start at 1")
     offset = min((page - 1) * per_page, 2**63 - 1)  # past every record; and SQLite binds 64 bits
+    from memory.recall import hits, matches
+
     total, ranked = matches(ws.db, query, limit=per_page, offset=offset, keep=keep)
     found = hits(ws.state(), ws.sources, ranked) if ranked else []
     return SearchPage(query, page, per_page, total, tuple(found))
@@ -243,6 +247,8 @@ def workspace_status(ws: MemoryWorkspace, store: BaseStore) -> WorkspaceStatus:
     this workspace's id (the markers of other providers and of earlier workspace ids do not count). The last failure is the latest
     ``failed`` entry of the workspace's watch bookkeeping (the idle watcher's and ``memory write``'s).
     """
+    from memory.pipeline import owed_ids
+
     c = ws.db
     pending = []
     for s in store.sessions(100_000):

@@ -27,12 +27,12 @@ import json
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from graph.ids import new_id
 from graph.models import Node, to_micros, utcnow
 from memory import caps
 from memory.archive import Archive
-from memory.changes import ChangeSet
 from memory.config import is_store_url
 from memory.database import SqliteWorkspaceDatabase, WorkspaceDatabase
 from memory.errors import (
@@ -41,20 +41,20 @@ from memory.errors import (
     WorkspacePathError,
     WorkspaceStoreError,
 )
-from memory.history import restore as history_restore
 from memory.installs import Baseline, Records, Within
 from memory.locking import DEFAULT_LOCK_TIMEOUT, FileWriteLock, WriteLock
-from memory.recall import SearchHit, hits, matches
 from memory.records import Record, Source
 from memory.schema import SCHEMA_VERSION
 from memory.transactions import Plan, State, plan, plan_in_steps
-from memory.views import render_workspace_views
+
+if TYPE_CHECKING:  # the rest is imported by the methods that use it (`memory status` needs none)
+    from memory.changes import ChangeSet
+    from memory.recall import SearchHit
 
 __all__ = [
     "SCHEMA_VERSION",
     "Baseline",
     "MemoryWorkspace",
-    "SearchHit",
     "approx_tokens",
     "is_store_url",
 ]
@@ -263,6 +263,8 @@ class MemoryWorkspace:
                 changed.
             WorkspaceBusyError: another writer holds the lock.
         """
+        from memory.history import restore as history_restore
+
         with self.write_lock():
             base = self.baseline()
             changes, create_ids = history_restore(self.db, base.state.records, revision, record_id)
@@ -487,6 +489,8 @@ class MemoryWorkspace:
             WorkspaceBusyError: another process holds the write lock (1 second).
             WorkspaceStoreError: the views cannot be written (``views`` is a real directory, say).
         """
+        from memory.views import render_workspace_views
+
         st = self.state()
         with self.write_lock():
             try:
@@ -516,6 +520,8 @@ class MemoryWorkspace:
         Raises:
             SearchIndexMissingError: the index is gone (it is created at open, so someone dropped it).
         """
+        from memory.recall import hits, matches
+
         limit = max(1, min(limit, caps.MAX_RESULTS_PER_PAGE))
         _, ranked = matches(self.db, query, limit=limit)
         if not ranked:

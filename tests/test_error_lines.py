@@ -45,4 +45,4 @@ def test_an_unreachable_postgresql_store_is_one_error_line(tmp_path) -> None:  #
     assert "Traceback" not in run.stderr
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), run.stderr
-    assert "cannot be reached" in lines[0]
+    assert lines[0].startswith("error: --db: cannot connect to 127.0.0.1:1: Connection refused")

@@ -216,8 +216,33 @@ _Since = Annotated[
     str | None,
     typer.Option(help="Only since this date (2026-11-30, 2026-11-30T14:00 UTC) or age (12h, 7d)."),
 ]
+
+
+def _runtime(value: str | None) -> str | None:
+    """``--runtime``'s value, one of :data:`graph.store.base.RUNTIMES`, checked before a store opens.
+
+    Raises:
+        typer.BadParameter: the value names no runtime (it would match no session, silently);
+            the message names the closest runtime (``difflib``) and every one.
+    """
+    from graph.store.base import RUNTIMES
+
+    if value is None or value in RUNTIMES:
+        return value
+    import difflib
+
+    near = difflib.get_close_matches(value, RUNTIMES, n=1)
+    hint = f" (did you mean {near[0]}?)" if near else ""
+    raise typer.BadParameter(
+        f"{value!r} is no runtime{hint}; known runtimes: {', '.join(RUNTIMES)}"
+    )
+
+
 _Runtime = Annotated[
-    str | None, typer.Option(help="Only sessions of this runtime: claude-code, pi or codex.")
+    str | None,
+    typer.Option(
+        help="Only sessions of this runtime: claude-code, pi or codex.", callback=_runtime
+    ),
 ]
 _Project = Annotated[
     str | None,

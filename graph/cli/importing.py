@@ -148,7 +148,7 @@ def _problems(report: ImportReport, verbose: bool) -> None:
         where = markup(str(fr.path))
         if fr.error:
             # On one line: a driver's message (a refused connection) spans several.
-            why = " ".join(fr.error.split())
+            why = " ".join((fr.reason or fr.error).split())
             err.print(
                 f"[red]failed[/] {where}: {markup(why)} (nothing of it was stored)",
                 soft_wrap=True,
@@ -333,7 +333,7 @@ def import_command(
 def _import_postgres_saver(store: BaseStore, report: ImportReport, url: str) -> None:
     """``--langgraph URL``: the PostgresSaver database joins the report like one more file."""
     from graph.importers.langgraph import FORMAT, import_postgres, postgres_label
-    from graph.importers.report import FileReport
+    from graph.importers.report import failure
     from graph.store import is_postgres_url
 
     if not is_postgres_url(url):
@@ -341,7 +341,8 @@ def _import_postgres_saver(store: BaseStore, report: ImportReport, url: str) -> 
     try:
         fr = import_postgres(store, url)
     except Exception as e:  # TranscriptError, GraphError: reported like a failed file
-        fr = FileReport(postgres_label(url), FORMAT, error=f"{type(e).__name__}: {e}")
+        fr = failure(postgres_label(url), e)
+        fr.format = FORMAT
     report.files.append(fr)
     for sid in fr.session_ids:
         report.stats[sid] = store.stats(sid)
@@ -414,26 +415,18 @@ def export_command(
 
     Example: sessiongraph export SESSION -o session.sgbundle
     """
-    from graph.bundle import MAGIC, export_session
+    from graph.bundle import ExportTargetError, check_export_target, export_session
 
-    if output.is_dir():
-        raise CommandLineError(f"-o {output}", "is a folder; give the bundle file to write")
-    head = b""  # nothing there, not a regular file (a device) or unreadable: writing says why
-    if output.is_file():
-        try:
-            with output.open("rb") as f:
-                head = f.read(64)
-        except OSError:
-            pass
-    if head and MAGIC not in head:
-        # Only a bundle is written over: -o naming the store itself or a transcript lost it.
-        raise CommandLineError(
-            f"-o {output}", "exists and is not a session bundle; it is left as it is"
-        )
+    try:
+        check_export_target(output)  # before the store opens: the first mistake named is -o's
+    except ExportTargetError as e:
+        raise CommandLineError(f"-o {output}", e.reason) from None
     store = open_store(ctx, create=False)
     s = resolve_session(store, session)
     try:
         size = export_session(store, s.id, output, spawned=spawned)
+    except ExportTargetError as e:  # made meanwhile: export_session checks again
+        raise CommandLineError(f"-o {output}", e.reason) from None
     except OSError as e:
         raise CommandLineError(f"-o {output}", e.strerror or str(e)) from None
     say(_console(), f"wrote {markup(str(output))} ({size} bytes, session {markup(s.id)})")

@@ -124,13 +124,15 @@ def open_target(target: Path | str, *, create: bool = True) -> BaseStore:
         CommandLineError: the file or its folder cannot be created or opened, the file is missing
             and ``create`` is False, or the database cannot be reached.
     """
-    from graph.errors import StoreError
+    from graph.errors import StoreConnectError, StoreError
     from graph.store import is_postgres_url
     from graph.store import open_store as open_store_at
 
     if is_postgres_url(target):
         try:
             return open_store_at(str(target))
+        except StoreConnectError as e:
+            raise CommandLineError("--db", str(e)) from None
         except (StoreError, ImportError) as e:
             raise CommandLineError("--db", f"cannot open the PostgreSQL store ({e})") from None
     path = Path(target)

@@ -20,7 +20,7 @@ import orjson
 
 from graph.importers import claude_code, codex, langgraph, pi
 from graph.importers.jsonl import without_bom
-from graph.importers.report import FileReport, ImportReport, TranscriptError
+from graph.importers.report import FileReport, ImportReport, TranscriptError, failure
 from graph.store.base import BaseStore
 
 __all__ = [
@@ -274,7 +274,8 @@ def import_paths(
         try:
             fr = import_file(store, path)
         except Exception as e:  # GraphError, OSError, or anything unforeseen: this file only
-            fr = FileReport(path, _safe_format(path), error=f"{type(e).__name__}: {e}")
+            fr = failure(path, e)
+            fr.format = _safe_format(path)
             fr.seconds = time.perf_counter() - start
         report.files.append(fr)
         if progress is not None:

@@ -9,7 +9,7 @@ from typing import Any
 from graph.errors import GraphError
 from graph.store.base import SessionStats
 
-__all__ = ["FileReport", "ImportReport", "TranscriptError"]
+__all__ = ["FileReport", "ImportReport", "TranscriptError", "failure"]
 
 
 class TranscriptError(GraphError, ValueError):
@@ -58,7 +58,11 @@ class FileReport:
     seconds: float = 0.0
     """Wall time of the file's import."""
     error: str | None = None
-    """Set when the file failed as a whole: its transaction was rolled back and nothing was stored."""
+    """Set when the file failed as a whole: its transaction was rolled back and nothing was stored.
+    ``ErrorClass: message`` (the class tells a retryable ``StoreBusyError`` from the others)."""
+    reason: str | None = None
+    """With :attr:`error`: the failure as a person reads it, without the class, the file's path
+    or its line (``line 12: node 'u3' already exists ...``); see :func:`failure`."""
 
     def to_json(self) -> dict[str, Any]:
         """The report as JSON-shaped data."""
@@ -76,6 +80,38 @@ class FileReport:
             "seconds": round(self.seconds, 6),
             "error": self.error,
         }
+
+
+def _line_of(path: Path, node_id: str) -> int | None:
+    """The first line of text file ``path`` that holds ``node_id`` (its last ``/`` part), if any."""
+    wanted = node_id.rpartition("/")[2].encode()
+    if not wanted:
+        return None
+    try:
+        with path.open("rb") as f:
+            for number, line in enumerate(f, 1):
+                if wanted in line:
+                    return number
+    except OSError:
+        return None
+    return None
+
+
+def failure(path: Path | str, e: BaseException) -> FileReport:
+    """The report of a file that failed as a whole with ``e`` (``format`` "unknown"; callers set it).
+
+    :attr:`FileReport.error` is ``ErrorClass: message``; :attr:`FileReport.reason` is the message
+    without the file's path (the caller prints it), and for an error naming a node
+    (``e.node_id``) of a transcript read line by line, led by the line that holds the node.
+    """
+    text = " ".join(str(e).split())
+    reason = text.removeprefix(f"{path}: ")
+    node_id = getattr(e, "node_id", None)
+    if isinstance(node_id, str) and isinstance(path, Path) and path.suffix == ".jsonl":
+        number = _line_of(path, node_id)
+        if number is not None:
+            reason = f"line {number}: {reason}"
+    return FileReport(path, "unknown", error=f"{type(e).__name__}: {e}", reason=reason)
 
 
 @dataclass

@@ -75,6 +75,7 @@ from graph.search import Query, indexed_text, make_snippet, parse_query, split_m
 
 __all__ = [
     "HEAD",
+    "RUNTIMES",
     "BaseStore",
     "MessageTail",
     "NodeRow",
@@ -169,6 +170,10 @@ class MessageTail(NamedTuple):
     def total(self) -> int | None:
         """Every message on the branch, or None when :attr:`older` was not counted."""
         return None if self.older is None else self.older + len(self.ids) + self.newer
+
+
+RUNTIMES = ("claude-code", "pi", "codex")
+"""The runtimes whose transcripts the importers read: the ``runtime`` they keep in a session's metadata."""
 
 
 class SessionFilter(NamedTuple):

@@ -45,6 +45,7 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 
@@ -53,6 +54,7 @@ from graph.errors import (
     DuplicateSessionError,
     SchemaVersionError,
     StoreBusyError,
+    StoreConnectError,
     StoreError,
     UnknownNodeError,
     UnknownSessionError,
@@ -188,6 +190,37 @@ def _busy(e: psycopg.Error) -> StoreBusyError:
     )
 
 
+_ATTEMPT = re.compile(
+    r'connection to server (?:at "([^"]*)", port (\d+)|on socket "([^"]*)") failed: '
+)
+"""libpq's account of one connection attempt: the address it tried, then the reason."""
+
+
+def _unreachable(url: str, e: psycopg.Error) -> StoreConnectError:
+    """The connection to ``url`` failed at once: where it went and why, the password left out.
+
+    libpq tries each host of the URL in turn and names the address of each attempt; the last
+    attempt is reported (the others follow it in the driver's message). A failure before any
+    attempt (a host name that does not resolve, a port that is not a number) is placed at the
+    URL's hosts.
+    """
+    text = str(e).split("\nMultiple connection attempts failed")[0]
+    found = _ATTEMPT.search(text)
+    if found:
+        where = f"{found[1]}:{found[2]}" if found[3] is None else found[3]
+        text = text[found.end() :]
+    else:
+        where = urlsplit(url).netloc.rpartition("@")[2] or "the local server"
+        text = re.sub(r"^(connection failed|connection is bad): ", "", text)
+    first, _, rest = text.replace("FATAL:", "").strip().partition("\n")
+    reason = f"{first} ({' '.join(rest.split())})" if rest.strip() else first
+    parts = urlsplit(url)
+    secrets = [parts.password] + [v for k, v in parse_qsl(parts.query) if k == "password"]
+    for secret in filter(None, secrets):
+        reason = reason.replace(secret, "***")
+    return StoreConnectError(where, reason)
+
+
 @contextmanager
 def _translated() -> Iterator[None]:
     try:
@@ -229,8 +262,11 @@ class PostgresSessionStore(BaseStore):
         lock_timeout: Seconds to wait for another writer's lock before :class:`StoreBusyError`.
 
     Raises:
-        StoreBusyError: the server cannot be reached (retryable).
-        StoreError: the connection is refused for another reason, or ``schema`` is not a valid name.
+        StoreConnectError: nothing answers at the URL's address, or the server refuses the login
+            (wrong password, unknown user or database); the message names the address and the
+            reason, never the password.
+        StoreBusyError: the connection was lost while the store was opened (retryable).
+        StoreError: the URL is not understood, or ``schema`` is not a valid name.
         SchemaVersionError: the database was written by a newer version.
     """
 
@@ -242,8 +278,13 @@ class PostgresSessionStore(BaseStore):
         self.schema = schema
         self._reborn: set[str] = set()
         self._locked: tuple[str, int, str | None] | None = None
-        with _translated():
+        try:
             self.conn = psycopg.connect(url, autocommit=True)
+        except psycopg.OperationalError as e:
+            raise _unreachable(url, e) from e
+        except psycopg.Error as e:
+            raise StoreError(" ".join(f"postgresql: {e}".split())) from e
+        with _translated():
             self.conn.execute(f"SET lock_timeout = {int(lock_timeout * 1000)}")
             if schema is not None:
                 self.conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")

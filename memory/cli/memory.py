@@ -406,7 +406,8 @@ def delete(
         if stone.expires_at > stone.deleted_at:
             console.print(
                 f"deleted {markup(rid)}; undo until {when(stone.expires_at)} UTC with: "
-                + markup(_again(ctx, "undo", rid))
+                + markup(_again(ctx, "undo", rid)),
+                soft_wrap=True,  # the command to copy: never broken across lines
             )
         else:
             console.print(f"deleted {markup(rid)} for good", soft_wrap=True)
@@ -492,7 +493,9 @@ def add(
             _dump(record_view(ws, rec.id).as_json())
             return
         _console().print(
-            f"saved {rec.id} in {rec.topic} ({len(nodes)} cited turn(s)); revision {ws.revision}"
+            f"saved {markup(rec.id)} in {markup(rec.topic)} ({len(nodes)} cited turn(s)); "
+            f"revision {ws.revision}",
+            soft_wrap=True,  # the id, to copy: never broken across lines
         )
 
 
@@ -536,9 +539,10 @@ def forget(
             )
             return
         _console().print(
-            f"forgot session {report.session_id}: {report.sources} archived turn(s) erased, "
-            f"{len(report.records_deleted)} record(s) deleted, {len(report.records_updated)} "
-            f"record(s) updated; revision {report.revision}"
+            f"forgot session {markup(report.session_id)}: {report.sources} archived turn(s) "
+            f"erased, {len(report.records_deleted)} record(s) deleted, "
+            f"{len(report.records_updated)} record(s) updated; revision {report.revision}",
+            soft_wrap=True,  # the session id, to copy: never broken across lines
         )
 
 

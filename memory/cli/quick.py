@@ -33,7 +33,7 @@ from graph.cli.quick import (
     resolve_session,
     session_short_forms,
 )
-from graph.terminal import dump_json, markup, print_fields, short_forms
+from graph.terminal import dump_json, markup, short_forms
 from memory.caps import LOOKUP_MAX_SESSIONS
 
 if TYPE_CHECKING:
@@ -421,9 +421,9 @@ def show_status(ws: MemoryWorkspace, store: BaseStore, *, full: bool, json: bool
         full: Whole ids instead of their short forms.
         json: One JSON object instead of the tables.
     """
-    from rich import box
-    from rich.table import Table
-
+    from graph import plain_table
+    from graph.plain_table import Column
+    from graph.terminal import visible
     from memory.reading import workspace_status
     from memory.tombstones import purge_expired
 
@@ -462,21 +462,26 @@ def show_status(ws: MemoryWorkspace, store: BaseStore, *, full: bool, json: bool
             else "none",
         ),
     ]
-    console = _console()
-    print_fields(console, [(key, markup(value)) for key, value in rows])
-    if st.pending:
-        names = session_short_forms(store)
-        pend = Table(box=box.SIMPLE_HEAD)
-        shown = [sid if full else names.get(sid, sid) for sid, *_ in st.pending]
-        id_column(pend, "session", shown, full)
-        pend.add_column("pending", justify="right", no_wrap=True, min_width=7)
-        pend.add_column("title", ratio=1, min_width=10)
-        for sid, title, n in st.pending:
-            pend.add_row(markup(sid if full else names.get(sid, sid)), str(n), markup(title))
-        console.print(pend)
+    # Plain text, as `sessions` and `recent` draw (no rich to import): a field's value is never
+    # wrapped (the terminal wraps it, so an id or a path copies whole); the pending table keeps its
+    # ids and counts whole at any width, only the titles wrap.
+    key_width = max(len(key) for key, _ in rows)
+    for key, value in rows:
+        print(f" {key.ljust(key_width)}  {visible(value)}")
     if not st.pending:
-        console.print(f"nothing pending for workspace {st.workspace_id}", soft_wrap=True)
+        print(f"nothing pending for workspace {st.workspace_id}")
         return
-    console.print(
-        f"{sum(n for *_, n in st.pending)} pending turn(s) in {len(st.pending)} session(s)"
-    )
+    names = {} if full else session_short_forms(store)
+    columns = [
+        Column("session", "fold" if full else "fixed", minimum=12),
+        Column("pending", right=True),
+        Column("title", "wrap", minimum=10),
+    ]
+    table = [
+        [visible(names.get(sid, sid)), str(n), visible(" ".join(title.split()))]
+        for sid, title, n in st.pending
+    ]
+    print()
+    print(plain_table.render(columns, table, plain_table.terminal_width()))
+    print()
+    print(f"{sum(n for *_, n in st.pending)} pending turn(s) in {len(st.pending)} session(s)")
