@@ -358,9 +358,7 @@ def test_a_version_7_file_is_migrated_and_keeps_every_session(
     store = SessionStore(db)
     try:
         assert store.schema_version == SCHEMA_VERSION == 8
-        assert _index_sql(store.conn, "sessions_by_runtime").endswith(
-            "WHERE runtime IS NOT NULL"
-        )
+        assert _index_sql(store.conn, "sessions_by_runtime").endswith("WHERE runtime IS NOT NULL")
         assert {r: [s.id for s in store.sessions(runtime=r)] for r in want} == want
         assert want["pi"] == ["s3", "s0"] and len(want[None]) == 5
         assert [n.id for n in store.branch("s1")] == ["m1"]
