@@ -330,3 +330,58 @@ def test_another_applications_database_is_refused_and_left_as_it_was(tmp_path: P
     done = console("--db", str(path), "sessions")
     assert done.returncode == 1 and done.stderr.count("\n") == 1
     assert "not a sessiongraph store: it holds other tables (checkpoints)" in done.stderr
+
+
+def _index_sql(conn: sqlite3.Connection, name: str) -> str:
+    (sql,) = conn.execute("SELECT sql FROM sqlite_master WHERE name=?", (name,)).fetchone()
+    return str(sql)
+
+
+def test_a_version_7_file_is_migrated_and_keeps_every_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import graph.store.sqlite as sqlite_store
+
+    db = tmp_path / "v7.db"
+    monkeypatch.setattr(sqlite_store, "MIGRATIONS", MIGRATIONS[:7])
+    monkeypatch.setattr(sqlite_store, "SCHEMA_VERSION", 7)
+    old = SessionStore(db)
+    assert old.schema_version == 7
+    assert "WHERE" not in _index_sql(old.conn, "sessions_by_runtime")
+    for i, runtime in enumerate(["pi", None, "codex", "pi", None]):
+        meta = {"runtime": runtime} if runtime else {}
+        old.create_session(f"s{i}", id=f"s{i}", metadata=meta)
+        old.append(f"s{i}", f"turn {i}", role="user", id=f"m{i}")
+    want = {r: [s.id for s in old.sessions(runtime=r)] for r in ("pi", "codex", None)}
+    old.close()
+    monkeypatch.undo()
+    store = SessionStore(db)
+    try:
+        assert store.schema_version == SCHEMA_VERSION == 8
+        assert _index_sql(store.conn, "sessions_by_runtime").endswith("WHERE runtime IS NOT NULL")
+        assert {r: [s.id for s in store.sessions(runtime=r)] for r in want} == want
+        assert want["pi"] == ["s3", "s0"] and len(want[None]) == 5
+        assert [n.id for n in store.branch("s1")] == ["m1"]
+        plan = store.conn.execute(
+            "EXPLAIN QUERY PLAN SELECT id FROM sessions WHERE sessions.runtime=?"
+            " ORDER BY updated_at DESC LIMIT 5",
+            ("pi",),
+        ).fetchall()
+        assert any("sessions_by_runtime" in row[-1] for row in plan), plan
+    finally:
+        store.close()
+
+
+def test_a_new_file_keeps_sessions_without_a_runtime_out_of_the_runtime_index(
+    tmp_path: Path,
+) -> None:
+    # Every head move rewrites updated_at; a session the index leaves out costs no index page then.
+    st = SessionStore(tmp_path / "s.db")
+    assert _index_sql(st.conn, "sessions_by_runtime").endswith("WHERE runtime IS NOT NULL")
+    st.create_session("t", id="plain")
+    st.create_session("t", id="imported", metadata={"runtime": "pi"})
+    for sid in ("plain", "imported"):
+        st.append(sid, "hi", role="user")
+    assert [s.id for s in st.sessions(runtime="pi")] == ["imported"]
+    assert {s.id for s in st.sessions()} == {"plain", "imported"}
+    st.close()

@@ -376,6 +376,25 @@ def _v7_flagged(db: sqlite_utils.Database) -> None:
     db.table("flagged").create_index(["session_id", "seq"], index_name="flagged_by_session")
 
 
+def _v8_runtime_only_when_known(db: sqlite_utils.Database) -> None:
+    """Version 8: ``sessions_by_runtime`` holds only the sessions whose runtime is known.
+
+    The index is ``(runtime, updated_at)``, so every write that moves a session's ``updated_at``
+    (an append, a LangGraph checkpoint) rewrote one of its pages, one WAL page in every commit.
+    Its only reader is the listing and search filter ``runtime=?`` (``sessions --runtime``, the
+    server's ``?runtime=``), which never asks for the sessions without one: a session whose
+    metadata names no runtime (LangGraph threads, sessions made through the API) is left out of the
+    index, and its writes no longer touch it. The filtered listing still reads the index in
+    ``updated_at`` order (SQLite uses a partial index for ``runtime=?``, which implies ``runtime
+    IS NOT NULL``).
+    """
+    db.execute("DROP INDEX sessions_by_runtime")
+    db.execute(
+        "CREATE INDEX sessions_by_runtime ON sessions (runtime, updated_at)"
+        " WHERE runtime IS NOT NULL"
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v1_tables,
     _v2_marks_per_value,
@@ -384,6 +403,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v5_prefix_index,
     _v6_search_queue,
     _v7_flagged,
+    _v8_runtime_only_when_known,
 ]
 """The schema steps in order: ``MIGRATIONS[i]`` brings a file from version ``i`` to ``i + 1``."""
 
