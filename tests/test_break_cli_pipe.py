@@ -21,8 +21,20 @@ from graph.importers import import_file
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "claude-code-session.jsonl"
 
 
-@pytest.mark.parametrize("args", [["sessions", "--json"], ["show", "6a7b8c90"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["sessions", "--json"],
+        ["show", "6a7b8c90"],
+        # The memory commands reported the closed pipe as an OSError: `error: [Errno 32] ...`.
+        ["memory", "-w", "WS", "status", "--json"],
+        ["memory", "-w", "WS", "status"],
+        ["memory", "-w", "WS", "status", "--json", "--json"],  # typer's path
+    ],
+    ids=" ".join,
+)
 def test_a_closed_pipe_ends_the_command_quietly(tmp_path: Path, args: list[str]) -> None:
+    args = [str(tmp_path / "ws") if a == "WS" else a for a in args]
     db = tmp_path / "s.db"
     store = SessionStore(db)
     import_file(store, EXAMPLE)

@@ -359,7 +359,8 @@ def memory_errors() -> Iterator[None]:
 
     Raises:
         SystemExit: a ``MemoryLayerError``, ``CapExceeded``, ``GraphError``, ``ValueError`` or
-            ``OSError`` was raised inside.
+            ``OSError`` was raised inside; a ``BrokenPipeError`` (a closed pipe) passes through to
+            :func:`graph.cli.quick.exit_for`, which ends the command without a line.
     """
     from graph.errors import GraphError
     from graph.terminal import error_line
@@ -370,6 +371,8 @@ def memory_errors() -> Iterator[None]:
         yield
     except (MemoryLayerError, CapExceeded, GraphError, ValueError) as e:
         _refuse(error_line(str(e)))
+    except BrokenPipeError:  # the reader went away (`| head`): the command line ends it quietly
+        raise
     except OSError as e:
         _refuse(error_line(f"{e.filename}: {e.strerror}" if e.filename else str(e)))
 
