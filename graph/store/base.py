@@ -1476,18 +1476,7 @@ class BaseStore(ABC):
             UnknownSessionError: no such session.
             UnknownNodeError: an id is not a node of the session; nothing is stamped.
         """
-        want = list(dict.fromkeys(ids))
-        with self.atomic():
-            idx = self._index(session_id)
-            for n in want:
-                if n not in idx.pred:
-                    raise UnknownNodeError(n, session_id)
-            todo = [n for n in want if not idx.is_rewound(n)]
-            if todo:
-                self._db_insert_rewound(session_id, todo)
-                idx.rev = self._db_update_session(session_id, idx.head, None)
-                idx.stamp_rewound(todo)
-            return [NodeId(n) for n in todo]
+        return self._restamp(session_id, ids, stamp=True)
 
     def unstamp_rewound(self, session_id: str, ids: Iterable[str]) -> list[NodeId]:
         """Remove the rewound stamps of exactly these nodes: a metadata-only write.
@@ -1504,17 +1493,27 @@ class BaseStore(ABC):
             UnknownSessionError: no such session.
             UnknownNodeError: an id is not a node of the session; nothing is written.
         """
+        return self._restamp(session_id, ids, stamp=False)
+
+    def _restamp(self, session_id: str, ids: Iterable[str], *, stamp: bool) -> list[NodeId]:
+        """Stamp (``stamp`` True) or unstamp exactly these nodes; the ids whose stamp changed."""
         want = list(dict.fromkeys(ids))
         with self.atomic():
             idx = self._index(session_id)
             for n in want:
                 if n not in idx.pred:
                     raise UnknownNodeError(n, session_id)
-            todo = [n for n in want if idx.is_rewound(n)]
+            todo = [n for n in want if idx.is_rewound(n) != stamp]
             if todo:
-                self._db_delete_rewound(session_id, todo)
+                if stamp:
+                    self._db_insert_rewound(session_id, todo)
+                else:
+                    self._db_delete_rewound(session_id, todo)
                 idx.rev = self._db_update_session(session_id, idx.head, None)
-                idx.unstamp_rewound(todo)
+                if stamp:
+                    idx.stamp_rewound(todo)
+                else:
+                    idx.unstamp_rewound(todo)
             return [NodeId(n) for n in todo]
 
     def set_artifact(self, session_id: str, flags: Mapping[str, bool]) -> list[NodeId]:
