@@ -1361,6 +1361,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             add(nid, kind=Kind.MESSAGE, role=role, content=content, metadata=meta)
             new_ids.add(nid)
             raw = _field(m, "content")
+            if len(self._texts) >= _TEXTS_KEPT:  # (bounded: a missing text is read again)
+                self._texts.clear()
             self._texts[nid] = raw if type(raw) is str and raw == content else content
             listed.append((mid, nid))
 

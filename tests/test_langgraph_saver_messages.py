@@ -234,3 +234,18 @@ def test_a_copied_threads_links_name_the_copys_nodes() -> None:
     assert len(links) == 2
     assert all(link.startswith("c/") or link.startswith("c#") for link in links)
     assert set(store.locate(links).values()) <= {s.id for s in store.sessions()} - {"t"}
+
+
+def test_the_texts_kept_to_tell_an_edit_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A saver stores many turns: it keeps at most its bound of texts and still sees an edit."""
+    monkeypatch.setattr(checkpoint_module, "_TEXTS_KEPT", 4)
+    store = SessionStore()
+    app = _chat(store)
+    thread: Any = {"configurable": {"thread_id": "t"}}
+    for i in range(6):
+        app.invoke({"messages": [HumanMessage(f"turn {i}", id=f"h{i}")]}, thread)
+        assert len(app.checkpointer._texts) <= 4
+    _drained(store, "t")
+    app.update_state(thread, {"messages": [HumanMessage("turn zero", id="h0")]})
+    (new,) = store.pending("t", "memory", "ws")  # the cleared text was read again from the store
+    assert (new.text, new.metadata["langgraph"]["replaces"]) == ("turn zero", "t/m/h0")
