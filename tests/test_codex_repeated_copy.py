@@ -53,3 +53,15 @@ def test_three_copies_import_once(tmp_path: Path) -> None:
     lines = len(ROLLOUT.read_bytes().splitlines())
     assert len(report.skipped) == 2 * lines
     assert dump(store) == dump(_single(tmp_path))
+
+
+def test_a_copy_appended_after_an_import_adds_nothing(tmp_path: Path) -> None:
+    """The resumed path hands a new ``session_meta`` to a full read, which leaves the copy out."""
+    store = MemorySessionStore()
+    path = _doubled(tmp_path, 1)
+    import_file(store, path)
+    before = dump(store)
+    path.write_bytes(ROLLOUT.read_bytes() * 2)
+    report = import_file(store, path)
+    assert report.nodes_added == 0 and len(report.skipped) == len(ROLLOUT.read_bytes().splitlines())
+    assert dump(store) == before

@@ -40,6 +40,9 @@ Mapping (a rollout is one ``{timestamp, type, payload}`` record per line, in fil
   is not there yet) is kept as a session of its own; the read that places it as a branch replaces
   that session, in the same transaction, so the store holds what a single read of the finished
   rollout stores (the markers a consumer wrote on the replaced session go with it).
+* A rollout concatenated with itself (``cat a.jsonl a.jsonl``) is read once: a run from a later
+  ``session_meta`` that repeats the file's first lines byte for byte is left out, each line
+  reported as skipped with the line it repeats (:func:`_without_repeats`).
 * The head is the last node.
 * A rollout is read in two passes: the first keeps of each item only what the rules read
   (:func:`_slim`: types, roles, times, a user item's first characters and a digest of each user
