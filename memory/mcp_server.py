@@ -54,7 +54,7 @@ from graph.errors import GraphError
 from graph.ids import NodeId, SessionId
 from graph.importers.watch import TranscriptWatcher
 from graph.models import Kind, Node, Role, Session, to_micros, utcnow
-from graph.store.base import BaseStore, session_origin
+from graph.store.base import BaseStore, session_origin, unknown_runtime
 from memory import caps
 from memory.caps import CapExceeded
 from memory.changes import Change, ChangeSet, CreateRecord, Destination, SourceRef
@@ -352,6 +352,14 @@ def _since(value: str | None) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def _runtime(value: str | None) -> str | None:
+    """A ``runtime`` filter, one of :data:`graph.store.base.RUNTIMES` (another would match nothing)."""
+    why = unknown_runtime(value or None)
+    if why is not None:
+        raise ToolError(f"runtime {why}")
+    return value or None
+
+
 class SessionTools:
     """The session look-up tools over one session store.
 
@@ -416,7 +424,7 @@ class SessionTools:
         """List the saved sessions, most recently updated first (at most 30)."""
         n = max(1, min(int(limit), caps.LOOKUP_MAX_SESSIONS))
         found = self.store.sessions(
-            n, runtime=runtime or None, project=project or None, since=_since(since)
+            n, runtime=_runtime(runtime), project=project or None, since=_since(since)
         )
         rows = [self._entry(s) for s in found]
         filters = ", ".join(
@@ -496,7 +504,7 @@ class SessionTools:
             query[: caps.MAX_QUERY_CHARS],
             session=sid,
             since=_since(since),
-            runtime=runtime,
+            runtime=_runtime(runtime),
             project=project,
             limit=n,
             offset=max(0, int(offset)),

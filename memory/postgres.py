@@ -39,6 +39,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from typing_extensions import override
 
+from graph.store.postgres import connect_options
 from memory.database import Cursor, WorkspaceDatabase
 from memory.errors import SearchIndexMissingError, WorkspaceStoreError
 from memory.locking import WriteLock
@@ -122,7 +123,7 @@ class PostgresWorkspaceDatabase(WorkspaceDatabase):
         super().__init__()
         libpq, self.schema, self.where = split_url(url)
         try:
-            self.conn = psycopg.connect(libpq, autocommit=True)
+            self.conn = psycopg.connect(libpq, autocommit=True, **connect_options(libpq))
         except psycopg.Error as e:
             raise WorkspaceStoreError(f"postgresql: cannot connect to {self.where}: {e}") from e
         self.execute(f"SET lock_timeout = {int(timeout * 1000)}")

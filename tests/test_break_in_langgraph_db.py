@@ -391,3 +391,24 @@ def test_a_thread_held_by_another_session_is_left_out_and_the_rest_imports(
     assert report.dangling == [] and report.skipped == []
     assert dump(store)["t2"] == dump(whole)["t2"]
     assert store.node_count("t1") == 0
+
+
+def test_a_checkpoint_whose_thread_id_is_empty_is_skipped_and_reported(
+    saved: Path, tmp_path: Path
+) -> None:
+    """An empty ``thread_id`` names no thread: its rows are left out, the rest imports."""
+    whole = MemorySessionStore()
+    import_file(whole, saved)
+    store = MemorySessionStore()
+    changed = _changed(
+        saved,
+        tmp_path,
+        f"UPDATE checkpoints SET thread_id = '' WHERE checkpoint_id = {THIRD}",
+        f"UPDATE writes SET thread_id = '' WHERE checkpoint_id = {THIRD}",
+    )
+    report = import_file(store, changed)
+    cid = _cid(saved, 2)  # (the row THIRD names)
+    assert [n for n, why in report.skipped if why.startswith("checkpoint ")] == [3]
+    assert any(cid in why and "thread_id" in why for _, why in report.skipped)
+    assert report.session_ids == ["t1", "t2"]
+    assert dump(store)["t2"] == dump(whole)["t2"]

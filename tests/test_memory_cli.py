@@ -288,3 +288,15 @@ def test_the_undo_hint_repeats_db_and_workspace_as_given(tmp_path: Path) -> None
     ]
     undone = cli.raw(*hint[3:])  # run as printed (raw adds the same --db)
     assert undone.returncode == 0 and f"restored {rid}" in undone.stdout
+
+
+def test_watch_once_writes_nothing_on_stderr_when_there_is_nothing_to_report(
+    tmp_path: Path,
+) -> None:
+    """Off a terminal rich's progress bar left an empty line on stderr after every pass."""
+    cli = Cli(tmp_path)
+    empty = cli.memory("watch", "--once")
+    assert "pass 1: 0 idle session(s)" in empty.stdout and empty.stderr == ""
+    assert cli.raw("import", str(FIXTURE)).returncode == 0
+    written = cli.memory("watch", "--once", "--idle", "0")
+    assert "1 done" in written.stdout and written.stderr == ""

@@ -225,17 +225,12 @@ def _runtime(value: str | None) -> str | None:
         typer.BadParameter: the value names no runtime (it would match no session, silently);
             the message names the closest runtime (``difflib``) and every one.
     """
-    from graph.store.base import RUNTIMES
+    from graph.store.base import unknown_runtime
 
-    if value is None or value in RUNTIMES:
-        return value
-    import difflib
-
-    near = difflib.get_close_matches(value, RUNTIMES, n=1)
-    hint = f" (did you mean {near[0]}?)" if near else ""
-    raise typer.BadParameter(
-        f"{value!r} is no runtime{hint}; known runtimes: {', '.join(RUNTIMES)}"
-    )
+    why = unknown_runtime(value)
+    if why is not None:
+        raise typer.BadParameter(why)
+    return value
 
 
 _Runtime = Annotated[

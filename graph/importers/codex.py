@@ -40,6 +40,9 @@ Mapping (a rollout is one ``{timestamp, type, payload}`` record per line, in fil
   is not there yet) is kept as a session of its own; the read that places it as a branch replaces
   that session, in the same transaction, so the store holds what a single read of the finished
   rollout stores (the markers a consumer wrote on the replaced session go with it).
+* A rollout concatenated with itself (``cat a.jsonl a.jsonl``) is read once: a run from a later
+  ``session_meta`` that repeats the file's first lines byte for byte is left out, each line
+  reported as skipped with the line it repeats (:func:`_without_repeats`).
 * The head is the last node.
 * A rollout is read in two passes: the first keeps of each item only what the rules read
   (:func:`_slim`: types, roles, times, a user item's first characters and a digest of each user
@@ -637,7 +640,7 @@ def import_file(store: BaseStore, path: Path, *, resume: bool = True) -> FileRep
         items = _without_self_forks(items, report)
         for line in items[:first]:
             problems.skipped.append((line.number, "item before the first session_meta"))
-        items = items[first:]
+        items = _without_repeats(items[first:], problems)
         _check_one_session(path, items)
         prompts, picks = _pairing(items)
         items = _hold_back(items, _settled(items, prompts, picks), position, report)
@@ -671,6 +674,47 @@ def _without_self_forks(items: list[Line], report: FileReport) -> list[Line]:
             line = dataclasses.replace(line, data={**line.data, "payload": payload})
         out.append(line)
     return out
+
+
+def _without_repeats(items: list[Line], problems: LineProblems) -> list[Line]:
+    """``items`` without the copies of the rollout's own first lines that follow them.
+
+    A rollout concatenated with itself (``cat a.jsonl a.jsonl``) has no parent pointers to tell
+    the copy: read in file order it would repeat every turn. A run that starts at a later
+    ``session_meta`` and repeats, line for line and byte for byte (:attr:`Slim.digest`; an object kept whole, by its JSON), the
+    rollout's first lines (two at least: a ``session_meta`` alone may be repeated by Codex) is a
+    copy; its lines are left out and listed in ``problems.skipped`` with the line each repeats.
+    Lines after a copy that do not repeat are read as the rollout's own (``cat a b``, b grown).
+    """
+    keys = [_key(line) for line in items]
+    out: list[Line] = []
+    i = 0
+    while i < len(items):
+        m = 0
+        if i and _is_meta(items[i]):
+            while i + m < len(items) and m < i and keys[i + m] == keys[m]:
+                m += 1
+        if m >= 2:
+            for k in range(m):
+                problems.skipped.append(
+                    (
+                        items[i + k].number,
+                        f"repeats line {items[k].number} (the rollout's lines copied into it again)",
+                    )
+                )
+            i += m
+            continue
+        out.append(items[i])
+        i += 1
+    return out
+
+
+def _key(line: Line) -> tuple[bytes, int]:
+    """What tells a line's copy: its bytes' digest, or for an object kept whole, its JSON."""
+    digest = getattr(line.data, "digest", None)
+    if digest is None:
+        digest = orjson.dumps(line.data, option=orjson.OPT_SORT_KEYS)
+    return digest, line.part
 
 
 _TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})

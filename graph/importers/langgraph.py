@@ -355,7 +355,9 @@ def _read_only(url: str, where: str) -> Iterator[Any]:
             where, f"reading a PostgreSQL database needs sessiongraph[postgres] ({e})"
         ) from e
     try:
-        with psycopg.connect(url) as conn:
+        from graph.store.postgres import connect_options
+
+        with psycopg.connect(url, **connect_options(url)) as conn:
             conn.read_only = True
             conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
             with conn.transaction():

@@ -31,7 +31,7 @@ from graph import drawing
 from graph.errors import UnknownNodeError
 from graph.models import Node, SearchHit, Session
 from graph.server.app import ApiError, Memo, int_param, json_response
-from graph.store.base import BaseStore
+from graph.store.base import BaseStore, unknown_runtime
 
 __all__ = [
     "MAX_QUERY_CHARS",
@@ -118,6 +118,15 @@ def _since(request: Request) -> datetime | None:
         raise ApiError(422, "MALFORMED", f"since must be an ISO 8601 time, got {raw!r}") from None
 
 
+def _runtime(request: Request) -> str | None:
+    """``?runtime=``, one of :data:`graph.store.base.RUNTIMES` (an unknown one would match nothing)."""
+    raw = request.query_params.get("runtime") or None
+    why = unknown_runtime(raw)
+    if why is not None:
+        raise ApiError(422, "MALFORMED", f"runtime: {why}")
+    return raw
+
+
 def session_list(
     store: BaseStore,
     *,
@@ -174,7 +183,7 @@ async def _sessions(request: Request) -> Response:
         store,
         limit=limit,
         query=q,
-        runtime=request.query_params.get("runtime") or None,
+        runtime=_runtime(request),
         project=request.query_params.get("project") or None,
         since=_since(request),
     )
@@ -208,7 +217,7 @@ async def _search(request: Request) -> Response:
         q,
         session=session,
         since=_since(request),
-        runtime=request.query_params.get("runtime") or None,
+        runtime=_runtime(request),
         project=request.query_params.get("project") or None,
         limit=limit,
         offset=offset,

@@ -86,6 +86,7 @@ __all__ = [
     "pending_walk_index",
     "pending_walk_query",
     "session_origin",
+    "unknown_runtime",
 ]
 
 
@@ -174,6 +175,28 @@ class MessageTail(NamedTuple):
 
 RUNTIMES = ("claude-code", "pi", "codex")
 """The runtimes whose transcripts the importers read: the ``runtime`` they keep in a session's metadata."""
+
+
+def unknown_runtime(value: str | None) -> str | None:
+    """Why ``value`` is no runtime filter (it would match no session, silently), or None.
+
+    Shared by every surface that filters by runtime (``--runtime``, ``?runtime=``, MCP's
+    ``runtime``) so each refuses an unknown one with the same message.
+
+    Args:
+        value: the runtime asked for; None or one of :data:`RUNTIMES` is a filter.
+
+    Returns:
+        None for a known runtime or None; otherwise one line naming the closest runtime
+        (``difflib``) and every known one.
+    """
+    if value is None or value in RUNTIMES:
+        return None
+    import difflib
+
+    near = difflib.get_close_matches(value, RUNTIMES, n=1)
+    hint = f" (did you mean {near[0]}?)" if near else ""
+    return f"{value!r} is no runtime{hint}; known runtimes: {', '.join(RUNTIMES)}"
 
 
 class SessionFilter(NamedTuple):

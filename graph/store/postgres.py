@@ -41,6 +41,7 @@ syntax. The rank is ``-ts_rank``: lower is a better match, as with SQLite's bm25
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -94,10 +95,36 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
         "the PostgreSQL store needs psycopg 3: pip install 'sessiongraph[postgres]'"
     ) from e
 
-__all__ = ["SCHEMA_VERSION", "PostgresSessionStore"]
+__all__ = ["CONNECT_TIMEOUT", "SCHEMA_VERSION", "PostgresSessionStore", "connect_options"]
 
 SCHEMA_VERSION = 3
 """The schema version this module writes; recorded in the ``meta`` table."""
+
+CONNECT_TIMEOUT = 10
+"""Seconds a connection waits for the server to answer, unless the URL (or ``PGCONNECT_TIMEOUT``)
+says otherwise: libpq's default is no limit, so a host that drops packets hung the command."""
+
+
+def connect_options(url: str) -> dict[str, Any]:
+    """The keyword arguments ``psycopg.connect(url, ...)`` needs besides ``url``.
+
+    Args:
+        url: A libpq connection URL or string.
+
+    Returns:
+        ``{"connect_timeout": CONNECT_TIMEOUT}`` when neither ``url`` (its ``connect_timeout``
+        parameter) nor the environment (``PGCONNECT_TIMEOUT``) sets one; else nothing, so their
+        own value stands (a keyword argument would override the URL's).
+
+    Raises:
+        psycopg.ProgrammingError: ``url`` is not a connection string libpq understands.
+    """
+    from psycopg.conninfo import conninfo_to_dict
+
+    if "connect_timeout" in conninfo_to_dict(url) or os.environ.get("PGCONNECT_TIMEOUT"):
+        return {}
+    return {"connect_timeout": CONNECT_TIMEOUT}
+
 
 _V2_IMPORT_FILES = "CREATE TABLE import_files (key TEXT PRIMARY KEY, state BYTEA NOT NULL)"
 """Version 2: per imported file, the importer's state as JSON (see :mod:`graph.importers.resume`)."""
@@ -279,7 +306,7 @@ class PostgresSessionStore(BaseStore):
         self._reborn: set[str] = set()
         self._locked: tuple[str, int, str | None] | None = None
         try:
-            self.conn = psycopg.connect(url, autocommit=True)
+            self.conn = psycopg.connect(url, autocommit=True, **connect_options(url))
         except psycopg.OperationalError as e:
             raise _unreachable(url, e) from e
         except psycopg.Error as e:

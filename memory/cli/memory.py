@@ -781,16 +781,22 @@ def _apply(ws: MemoryWorkspace, directory: Path) -> None:
     )
 
 
-def _progress() -> Progress:
+def _progress(terminal_only: bool = False) -> Progress:
+    """A progress bar on stderr, off with ``--quiet``; ``terminal_only``: off unless it is a terminal.
+
+    Off a terminal rich prints the bar's last frame and then a line break when it stops, an empty
+    line once its task is removed (as ``watch`` does after each pass).
+    """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+    console = _console(stderr=True)
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        console=_console(stderr=True),
+        console=console,
         transient=False,
-        disable=settings.quiet,
+        disable=settings.quiet or (terminal_only and not console.is_interactive),
     )
 
 
@@ -886,7 +892,7 @@ def watch(
         ws, store = _ws(ctx), _store(ctx)
         console = _console()
         pipeline = WritePipeline(ws, store, writer)
-        bar = _progress()
+        bar = _progress(terminal_only=True)  # (each pass removes its task: nothing to keep)
         state: dict[str, TaskID] = {}
 
         def event(name: str, payload: dict[str, Any]) -> None:
