@@ -125,6 +125,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from graph.checkpoint_memo import MessageMemo
 from graph.errors import CodecError, DuplicateSessionError, GraphError, InvalidWriteError
 from graph.ids import NodeId, SessionId
+from graph.index import IndexView
 from graph.models import Kind, Node, Role
 from graph.store.base import HEAD, BaseStore
 from graph.store.in_memory import MemorySessionStore
@@ -1248,13 +1249,15 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             return False
         return True
 
-    def _session(self, thread: str, ns: str, metadata: CheckpointMetadata) -> str:
-        """Return the session of (thread, namespace), creating (or spawning) it when missing."""
+    def _session(self, thread: str, ns: str, metadata: CheckpointMetadata) -> tuple[str, IndexView]:
+        """Return the session of (thread, namespace) and its index, creating (or spawning) it if missing.
+
+        The index is the one the put reads next: handed back, it costs one freshness check, not two.
+        """
         sid = self.session_id(thread, ns)
         if sid in self._known:
             try:
-                self.store.index(sid)
-                return sid
+                return sid, self.store.index(sid)
             except GraphError:
                 self._known.discard(sid)
         try:
@@ -1268,13 +1271,13 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                     f"session {sid!r} exists and is not LangGraph thread {thread!r}"
                 )
             self._known.add(sid)
-            return sid
+            return sid, self.store.index(sid)
         try:
             self._create(sid, thread, ns, metadata)
         except DuplicateSessionError:  # another process created it since: use it if it is ours
             return self._session(thread, ns, metadata)
         self._known.add(sid)
-        return sid
+        return sid, self.store.index(sid)
 
     def _create(self, sid: str, thread: str, ns: str, metadata: CheckpointMetadata) -> None:
         """Create the session of (thread, namespace), spawned from its parent checkpoint's node."""
@@ -1295,13 +1298,13 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
     def _graph_nodes(
         self,
         sid: str,
+        idx: IndexView,
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         node_id: str,
         parent: _Row | None,
     ) -> tuple[builtins.list[Node], tuple[tuple[str, str], ...]]:
         """The nodes one checkpoint adds (messages, a summary, the checkpoint) and its message list."""
-        idx = self.store.index(sid)
         cid = checkpoint["id"]
         moment = _when(checkpoint.get("ts", ""))
         chain: str | None = parent.node_id if parent is not None else None
@@ -1553,9 +1556,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         meta_type, meta_blob = self._codec.dumps(metadata)
         added = 0
         with self.store.atomic():
-            sid = self._session(thread, ns, metadata)
+            sid, idx = self._session(thread, ns, metadata)
             node_id = f"{sid}/{cid}"
-            idx = self.store.index(sid)
             old = self._payloads.get(thread, ns, cid) if node_id in idx.pred else None
             if old is not None:
                 row = old._replace(
@@ -1571,7 +1573,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
                 latest = self._head_checkpoint(sid, head)
                 if latest is None:
                     latest = self._payloads.latest_id(thread, ns)
-                nodes, listed = self._graph_nodes(sid, checkpoint, metadata, node_id, parent)
+                nodes, listed = self._graph_nodes(sid, idx, checkpoint, metadata, node_id, parent)
                 moves = latest is None or cid > latest
                 if node_id in idx.pred:  # payload deleted earlier (pruned), node kept
                     if moves:
@@ -1646,7 +1648,8 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         if len(self._recent) >= 256:
             self._recent.clear()
         key = (row.thread_id, row.checkpoint_ns, row.checkpoint_id)
-        self._recent[key] = row._replace(checkpoint=b"", metadata=b"")
+        # the payloads dropped; built whole, as NamedTuple._replace costs more than the tuple
+        self._recent[key] = _Row(*row[:7], b"", row[8], b"", *row[10:])
 
     @staticmethod
     def _head_checkpoint(sid: str, head: str | None) -> str | None:
@@ -1810,12 +1813,14 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
             str(conf["checkpoint_id"]),
         )
         rows = []
+        special = True
+        dumps = self._codec.dumps
         for i, (channel, value) in enumerate(writes):
-            type_, blob = self._codec.dumps(value)
-            rows.append(
-                _Write(task_id, task_path, WRITES_IDX_MAP.get(channel, i), channel, type_, blob)
-            )
-        special = all(channel in WRITES_IDX_MAP for channel, _ in writes)
+            type_, blob = dumps(value)
+            at = WRITES_IDX_MAP.get(channel)
+            if at is None:
+                special, at = False, i
+            rows.append(_Write(task_id, task_path, at, channel, type_, blob))
         with self._lock, self.store.atomic():
             self._payloads.put_writes(key, rows, special)
 

@@ -158,3 +158,26 @@ def test_every_read_answers_what_sqlite_saver_answers(store: BaseStore) -> None:
         for a, b in zip(got, want, strict=True):
             _same(a, b)
     conn.close()
+
+
+def test_a_put_on_a_known_thread_reads_its_index_once(
+    store: BaseStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session check and the put share one index read: one freshness check per put, not two."""
+    saver = SessionGraphSaver(store)
+    config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    stored = saver.put(config, _checkpoint("1ef0-0001", []), {"step": 0}, {})
+    calls: list[str] = []
+    index = store.index
+
+    def counted(session_id: str) -> Any:
+        calls.append(session_id)
+        return index(session_id)
+
+    monkeypatch.setattr(store, "index", counted)
+    saver.put(stored, _checkpoint("1ef0-0002", [HumanMessage("hi", id="m1")]), {"step": 1}, {})
+    assert calls == ["t"]
+    monkeypatch.undo()
+    got = saver.get_tuple(config)
+    assert got is not None and got.checkpoint["id"] == "1ef0-0002"
+    assert store.index("t").head == "t/1ef0-0002"
