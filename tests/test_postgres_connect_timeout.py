@@ -8,12 +8,13 @@ the PostgresSaver importer) passes :data:`graph.store.postgres.CONNECT_TIMEOUT` 
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
 
 pytest.importorskip("psycopg")
+
+from conftest import postgres_store  # noqa: E402
 
 from graph.store import postgres  # noqa: E402
 from graph.store.postgres import CONNECT_TIMEOUT, PostgresSessionStore, connect_options  # noqa: E402
@@ -63,13 +64,9 @@ def test_the_store_connects_with_the_timeout(monkeypatch: pytest.MonkeyPatch) ->
     assert [kw.get("connect_timeout") for _, kw in seen] == [CONNECT_TIMEOUT, None]
 
 
-@pytest.mark.skipif(
-    not os.environ.get("SESSIONGRAPH_TEST_POSTGRES"), reason="SESSIONGRAPH_TEST_POSTGRES unset"
-)
 def test_a_real_connection_carries_the_timeout() -> None:
-    url = os.environ["SESSIONGRAPH_TEST_POSTGRES"]
-    store = PostgresSessionStore(url, schema="connect_timeout_test")
+    store = next(gen := postgres_store())
     try:
-        assert store.conn.info.get_parameters().get("connect_timeout") == str(CONNECT_TIMEOUT)
+        assert store.conn.info.get_parameters().get("connect_timeout") == str(CONNECT_TIMEOUT)  # type: ignore[attr-defined]
     finally:
-        store.close()
+        gen.close()
