@@ -101,11 +101,12 @@ import random
 import re
 import sys
 import threading
+import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, NamedTuple, TypeVar, cast
 
 import orjson
@@ -954,11 +955,37 @@ def _parts(content: Any) -> str:
     return "\n".join(parts)
 
 
-def _when(ts: str) -> datetime | None:
+def _when(ts: Any, checkpoint_id: str) -> datetime:
+    """When a checkpoint was taken: its ``ts`` (ISO 8601, as LangGraph writes it; naive is UTC).
+
+    A ``ts`` nothing reads as a time (missing, empty, not a string, out of range: a hand-made or
+    foreign checkpoint) falls back to the time inside the checkpoint's id when that is a
+    time-based UUID (version 1 or 6; LangGraph's ids are version 6), so a re-put stores the same
+    time, and otherwise to the time of this put.
+    """
+    if isinstance(ts, str):
+        try:
+            return datetime.fromisoformat(ts)
+        except ValueError:
+            pass
     try:
-        return datetime.fromisoformat(ts)
-    except (TypeError, ValueError):
-        return None
+        u = uuid.UUID(checkpoint_id)
+    except ValueError:
+        u = None
+    if u is not None and u.version in (1, 6):
+        if u.version == 6:  # the 60-bit count of 100 ns since 1582-10-15, most significant first
+            ticks = (u.int >> 96) << 28 | (u.int >> 80 & 0xFFFF) << 12 | (u.int >> 64 & 0x0FFF)
+        else:
+            ticks = u.time
+        seconds = (ticks - _UUID_EPOCH_TICKS) / 10_000_000
+        try:
+            return datetime.fromtimestamp(seconds, UTC)
+        except (OverflowError, OSError, ValueError):
+            pass
+    return datetime.now(UTC)
+
+
+_UUID_EPOCH_TICKS = 0x01B21DD213814000  # 100 ns intervals from 1582-10-15 to 1970-01-01
 
 
 def _undecodable(row: _Saved, e: Exception) -> CodecError:
@@ -1306,7 +1333,7 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
     ) -> tuple[builtins.list[Node], tuple[tuple[str, str], ...]]:
         """The nodes one checkpoint adds (messages, a summary, the checkpoint) and its message list."""
         cid = checkpoint["id"]
-        moment = _when(checkpoint.get("ts", ""))
+        moment = _when(checkpoint.get("ts"), cid)
         chain: str | None = parent.node_id if parent is not None else None
         inherited = parent.messages if parent is not None else self._spawning(sid, metadata)
         values = checkpoint.get("channel_values") or {}
@@ -1315,13 +1342,12 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
 
         def add(node_id: str, **fields: Any) -> None:
             nonlocal chain
-            kwargs = {"created_at": moment} if moment is not None else {}
             nodes.append(
                 Node(
                     id=NodeId(node_id),
                     session_id=SessionId(sid),
                     predecessor=NodeId(chain) if chain is not None else None,
-                    **kwargs,
+                    created_at=moment,
                     **fields,
                 )
             )

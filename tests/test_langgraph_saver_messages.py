@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -249,3 +250,33 @@ def test_the_texts_kept_to_tell_an_edit_stay_bounded(monkeypatch: pytest.MonkeyP
     app.update_state(thread, {"messages": [HumanMessage("turn zero", id="h0")]})
     (new,) = store.pending("t", "memory", "ws")  # the cleared text was read again from the store
     assert (new.text, new.metadata["langgraph"]["replaces"]) == ("turn zero", "t/m/h0")
+
+
+@pytest.mark.parametrize("ts", ["", "yesterday", "2024-13-01T00:00:00+00:00", 5, None], ids=repr)
+def test_a_checkpoint_whose_ts_is_no_time_takes_its_ids_time(ts: Any) -> None:
+    """Before, the put failed with pydantic's "created_at Field required" and stored nothing."""
+    saver = SessionGraphSaver(SessionStore())
+    checkpoint = empty_checkpoint()
+    checkpoint["ts"] = ts
+    checkpoint["channel_values"] = {"messages": [HumanMessage("hi", id="h1")]}
+    config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    saver.put(config, checkpoint, {}, {})
+    put_at = saver.store.node(f"t/{checkpoint['id']}").created_at
+    # LangGraph's checkpoint ids are UUID version 6: the time it was made, to 100 ns
+    stamped = empty_checkpoint()
+    assert abs((put_at - datetime.fromisoformat(stamped["ts"])).total_seconds()) < 5
+    assert saver.store.node("t/m/h1").created_at == put_at
+    # a re-put stores the same time: the node is unchanged, nothing is added
+    saver.put(config, checkpoint, {}, {})
+    assert saver.store.node(f"t/{checkpoint['id']}").created_at == put_at
+    assert saver.store.stats("t").nodes == 2
+
+
+def test_a_checkpoint_whose_ts_and_id_hold_no_time_is_stored_at_the_put() -> None:
+    saver = SessionGraphSaver(SessionStore())
+    checkpoint = empty_checkpoint()
+    checkpoint["ts"] = "not a time"
+    checkpoint["id"] = "checkpoint-1"
+    before = datetime.now(UTC)
+    saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, checkpoint, {}, {})
+    assert before <= saver.store.node("t/checkpoint-1").created_at <= datetime.now(UTC)

@@ -31,7 +31,7 @@ from graph import drawing
 from graph.errors import UnknownNodeError
 from graph.models import Node, SearchHit, Session
 from graph.server.app import ApiError, Memo, int_param, json_response
-from graph.store.base import BaseStore, unknown_runtime
+from graph.store.base import RUNTIMES, BaseStore, unknown_runtime
 
 __all__ = [
     "MAX_QUERY_CHARS",
@@ -312,6 +312,7 @@ _ERROR = {
     "description": "error",
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
 }
+_RUNTIME_SCHEMA = {"type": "string", "enum": list(RUNTIMES)}
 _SID = _param("session_id", "path", {"type": "string"}, "A session id.")
 
 OPENAPI_PATHS: dict[str, Any] = {
@@ -331,7 +332,7 @@ OPENAPI_PATHS: dict[str, Any] = {
                     {"type": "string", "maxLength": 500},
                     "Full-text search (or title filter).",
                 ),
-                _param("runtime", "query", {"type": "string"}, "Only this runtime."),
+                _param("runtime", "query", _RUNTIME_SCHEMA, "Only this runtime."),
                 _param("project", "query", {"type": "string"}, "Only this project."),
                 _param(
                     "since",
@@ -360,7 +361,7 @@ OPENAPI_PATHS: dict[str, Any] = {
                     {"type": "string", "format": "date-time"},
                     "Written at or after.",
                 ),
-                _param("runtime", "query", {"type": "string"}, "Only this runtime."),
+                _param("runtime", "query", _RUNTIME_SCHEMA, "Only this runtime."),
                 _param("project", "query", {"type": "string"}, "Only this project folder."),
                 _param(
                     "limit",
