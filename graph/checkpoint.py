@@ -21,7 +21,9 @@ The mapping:
 - A **checkpoint** is an ``event`` node (role ``system``, id ``"<session>/<checkpoint_id>"``) whose
   branch leads back to its parent checkpoint's node: its predecessor is the parent checkpoint, or the
   last of the message nodes this checkpoint added after the parent. A checkpoint without a parent is
-  a root.
+  a root. Its nodes' ``created_at`` is the checkpoint's ``ts``; a ``ts`` that is no ISO time takes
+  the time of the checkpoint id when that is a time-based UUID (LangGraph's are version 6), else
+  the time of the put.
 - The **latest checkpoint** (the greatest ``checkpoint_id``, LangGraph's order) is the session's
   durable head. A put compares and swaps inside the one write transaction that stores the
   checkpoint: it reads the head as stored (another process's commit included, the store's write
