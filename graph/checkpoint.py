@@ -126,7 +126,13 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from graph.checkpoint_memo import MessageMemo
-from graph.errors import CodecError, DuplicateSessionError, GraphError, InvalidWriteError
+from graph.errors import (
+    CodecError,
+    DuplicateSessionError,
+    GraphError,
+    InvalidWriteError,
+    UnknownNodeError,
+)
 from graph.ids import NodeId, SessionId
 from graph.index import IndexView
 from graph.models import Kind, Node, Role
@@ -1504,10 +1510,21 @@ class SessionGraphSaver(BaseCheckpointSaver[str]):
         return out
 
     def _differs(self, content: Any, node: str, known: str) -> bool:
-        """Whether ``content`` says other than ``known``, node ``node``'s text (kept as the same)."""
+        """Whether ``content`` says other than node ``node``'s text (``known``, as kept).
+
+        A text that differs from the one kept is checked against the stored node before it counts
+        as an edit: another process may have deleted the thread and stored it again, the same
+        message ids saying other things, since this saver kept its text.
+        """
         text = _text(content)
         if text != known:
-            return True
+            try:
+                stored = self.store.node(node).text
+            except UnknownNodeError:
+                return True
+            self._texts[node] = stored
+            if text != stored:
+                return True
         if type(content) is str:
             self._texts[node] = content  # the next put's message is this one: one identity test
         return False

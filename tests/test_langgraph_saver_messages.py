@@ -280,3 +280,25 @@ def test_a_checkpoint_whose_ts_and_id_hold_no_time_is_stored_at_the_put() -> Non
     before = datetime.now(UTC)
     saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, checkpoint, {}, {})
     assert before <= saver.store.node("t/checkpoint-1").created_at <= datetime.now(UTC)
+
+
+def test_a_thread_another_process_made_again_is_not_read_as_edited(tmp_path: Any) -> None:
+    """Before, the saver compared with the text it kept from the thread's first life: "hello" of
+    the thread made again counted as an edit of "hi", a second node handed "hello" again."""
+    path = tmp_path / "s.db"
+    first = _chat(SessionStore(path))
+    thread: Any = {"configurable": {"thread_id": "t"}}
+    first.invoke({"messages": [HumanMessage("hi", id="h1")]}, thread)
+    other_store = SessionStore(path)  # another process: deletes the thread, makes it again
+    other = _chat(other_store)
+    other.checkpointer.delete_thread("t")
+    other.invoke({"messages": [HumanMessage("hello", id="h1")]}, thread)
+    assert _drained(other_store, "t") == ["hello", "echo hello"]
+    first.invoke({"messages": [HumanMessage("bye", id="h2")]}, thread)
+    assert _drained(other_store, "t") == ["bye", "echo bye"]
+    assert [m.content for m in first.get_state(thread).values["messages"]] == [
+        "hello",
+        "echo hello",
+        "bye",
+        "echo bye",
+    ]
