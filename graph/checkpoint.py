@@ -973,12 +973,13 @@ def _when(ts: Any, checkpoint_id: str) -> datetime:
     """
     if isinstance(ts, str):
         try:
-            return datetime.fromisoformat(ts)
-        except ValueError:
+            when = datetime.fromisoformat(ts)
+            return when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
+        except (ValueError, OverflowError):  # (OverflowError: no UTC time, as year 9999 at -01:00)
             pass
     try:
         u = uuid.UUID(checkpoint_id)
-    except ValueError:
+    except (TypeError, ValueError, AttributeError):
         u = None
     if u is not None and u.version in (1, 6):
         if u.version == 6:  # the 60-bit count of 100 ns since 1582-10-15, most significant first

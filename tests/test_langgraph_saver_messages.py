@@ -252,7 +252,11 @@ def test_the_texts_kept_to_tell_an_edit_stay_bounded(monkeypatch: pytest.MonkeyP
     assert (new.text, new.metadata["langgraph"]["replaces"]) == ("turn zero", "t/m/h0")
 
 
-@pytest.mark.parametrize("ts", ["", "yesterday", "2024-13-01T00:00:00+00:00", 5, None], ids=repr)
+@pytest.mark.parametrize(
+    "ts",
+    ["", "yesterday", "2024-13-01T00:00:00+00:00", "9999-12-31T23:59:59-01:00", 5, None],
+    ids=repr,
+)
 def test_a_checkpoint_whose_ts_is_no_time_takes_its_ids_time(ts: Any) -> None:
     """Before, the put failed with pydantic's "created_at Field required" and stored nothing."""
     saver = SessionGraphSaver(SessionStore())
